@@ -1,0 +1,553 @@
+"""How one session's Chromium is made and torn down.
+
+We launch Chromium ourselves instead of letting browser-use do it, because the server must
+own the process: it is tied to the server's life (parent-death signal, its own process
+group), its stderr is drained (a full pipe would freeze it) and kept for error messages,
+and every process and directory carries a marker so a later server can sweep what a
+killed one left behind. browser-use then connects to it over CDP like to any browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from browser_use_mcp.errors import BrowserStartFailed
+
+logger = logging.getLogger('browser_use_mcp.browser')
+
+OWNER_ENV = 'BROWSER_USE_MCP_OWNER'
+OWNER_SWITCH = '--browser-use-mcp-owner'
+OWNER_FILE = 'owner.json'
+LAUNCH_TIMEOUT = 30.0
+
+CHROMIUM_CANDIDATES = (
+	'/usr/bin/chromium',
+	'/usr/bin/chromium-browser',
+	'/usr/lib/chromium/chromium',
+	'/usr/bin/google-chrome-stable',
+	'/usr/bin/google-chrome',
+	'/usr/local/bin/chromium',
+	'/snap/bin/chromium',
+	'/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+	'/Applications/Chromium.app/Contents/MacOS/Chromium',
+)
+
+# Launch flags we add on top of browser-use's: nothing here phones home at start-up (this
+# machine, like many CI boxes, has no network), and nothing costs memory an automation
+# browser never uses. Measured in docs/performance.md.
+EXTRA_ARGS = (
+	'--disable-background-networking',
+	'--disable-component-update',
+	'--disable-default-apps',
+	'--disable-crash-reporter',
+	'--disable-breakpad',
+	'--no-first-run',
+	'--no-pings',
+	'--password-store=basic',
+	'--use-mock-keychain',
+	'--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,InterestFeedContentSuggestions,CalculateNativeWinOcclusion',
+	'--renderer-process-limit=4',
+)
+
+
+def find_chromium(configured: str | None = None) -> str | None:
+	"""The browser binary: the configured one, else the usual system and Playwright paths."""
+	if configured:
+		path = shutil.which(configured) or configured
+		return path if Path(path).is_file() else None
+	for candidate in CHROMIUM_CANDIDATES:
+		if Path(candidate).is_file():
+			return candidate
+	for name in ('chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable', 'chrome'):
+		found = shutil.which(name)
+		if found:
+			return found
+	with contextlib.suppress(Exception):
+		from browser_use.browser.watchdogs.local_browser_watchdog import LocalBrowserWatchdog
+
+		return LocalBrowserWatchdog._find_installed_browser_path()
+	return None
+
+
+def profile_lock_owner(user_data_dir: Path) -> int | None:
+	"""PID of a live process holding Chromium's SingletonLock on this profile, if any."""
+	lock = user_data_dir / 'SingletonLock'
+	try:
+		target = os.readlink(lock)
+	except OSError:
+		return None
+	host, _, pid_text = target.rpartition('-')
+	if not pid_text.isdigit():
+		return None
+	pid = int(pid_text)
+	if host and host != socket.gethostname():
+		return pid  # held by another machine sharing this directory: treat as locked
+	return pid if psutil.pid_exists(pid) else None
+
+
+def session_digest(principal: str, session_id: str) -> str:
+	"""A path-safe, fixed-length name for a client-chosen id (never the id itself)."""
+	return hashlib.sha256(f'{principal}\0{session_id}'.encode('utf-8', 'surrogatepass')).hexdigest()[:16]
+
+
+def _process_start(pid: int) -> float | None:
+	try:
+		return psutil.Process(pid).create_time()
+	except (psutil.NoSuchProcess, psutil.AccessDenied):
+		return None
+
+
+@dataclass(frozen=True)
+class Owner:
+	"""Identifies one server process across PID reuse."""
+
+	pid: int
+	started: float
+
+	@classmethod
+	def current(cls) -> Owner:
+		return cls(os.getpid(), round(psutil.Process().create_time(), 2))
+
+	@property
+	def token(self) -> str:
+		return f'{self.pid}:{self.started:.2f}'
+
+	@classmethod
+	def parse(cls, token: str) -> Owner | None:
+		pid, _, started = token.partition(':')
+		try:
+			return cls(int(pid), float(started))
+		except ValueError:
+			return None
+
+	def alive(self) -> bool:
+		start = _process_start(self.pid)
+		return start is not None and abs(round(start, 2) - self.started) < 0.05
+
+
+@dataclass
+class SessionDirs:
+	"""Where one session keeps its profile, downloads and FileSystem files."""
+
+	profile: Path
+	downloads: Path
+	files: Path
+	root: Path | None = None  # a temporary tree we created and must delete; None = persistent
+
+	@property
+	def temporary(self) -> bool:
+		return self.root is not None
+
+	def remove(self) -> None:
+		if self.root is not None:
+			shutil.rmtree(self.root, ignore_errors=True)
+
+
+class StateDir:
+	"""This server's private directory under the shared state dir, swept when its owner dies."""
+
+	def __init__(self, base: Path, owner: Owner) -> None:
+		self.base = base
+		self.owner = owner
+		self.base.mkdir(parents=True, exist_ok=True, mode=0o700)
+		self.path = Path(tempfile.mkdtemp(prefix=f'srv-{owner.pid}-', dir=self.base))
+		(self.path / OWNER_FILE).write_text(json.dumps({'pid': owner.pid, 'started': owner.started}))
+
+	def new_session_dirs(self, principal: str, session_id: str) -> SessionDirs:
+		root = Path(tempfile.mkdtemp(prefix=f's-{session_digest(principal, session_id)}-', dir=self.path))
+		dirs = SessionDirs(profile=root / 'profile', downloads=root / 'downloads', files=root / 'files', root=root)
+		for path in (dirs.profile, dirs.downloads, dirs.files):
+			path.mkdir(mode=0o700)
+		return dirs
+
+	def remove(self) -> None:
+		shutil.rmtree(self.path, ignore_errors=True)
+
+
+@dataclass
+class SweepReport:
+	processes_killed: int = 0
+	dirs_removed: int = 0
+
+
+def _owner_of(proc: psutil.Process) -> Owner | None:
+	try:
+		cmdline = proc.cmdline()
+	except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+		return None
+	for arg in cmdline:
+		if arg.startswith(OWNER_SWITCH + '='):
+			return Owner.parse(arg.split('=', 1)[1])
+	try:
+		token = proc.environ().get(OWNER_ENV)
+	except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+		return None
+	return Owner.parse(token) if token else None
+
+
+def sweep_orphans(base: Path, me: Owner | None = None) -> SweepReport:
+	"""Kill Chromium processes and delete state dirs left by servers of ours that died.
+
+	Only processes carrying our owner marker (command-line switch or environment) are
+	touched, and only when the server named in the marker is gone: another user's or
+	another live server's browser is never killed.
+	"""
+	report = SweepReport()
+	uid = os.getuid()
+	for proc in psutil.process_iter(['uids']):
+		try:
+			if proc.info['uids'] is None or proc.info['uids'].real != uid or proc.pid == os.getpid():
+				continue
+		except (psutil.NoSuchProcess, psutil.AccessDenied):
+			continue
+		owner = _owner_of(proc)
+		if owner is None or owner.alive() or (me is not None and owner == me):
+			continue
+		with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+			proc.kill()
+			report.processes_killed += 1
+	if base.is_dir():
+		for child in base.iterdir():
+			owner_file = child / OWNER_FILE
+			if not child.name.startswith('srv-') or not owner_file.is_file():
+				continue
+			try:
+				data = json.loads(owner_file.read_text())
+				owner = Owner(int(data['pid']), float(data['started']))
+			except (OSError, ValueError, KeyError, TypeError):
+				continue
+			if owner.alive():
+				continue
+			shutil.rmtree(child, ignore_errors=True)
+			report.dirs_removed += 1
+	return report
+
+
+def _set_parent_death_signal() -> None:
+	"""Runs in the forked child: die with SIGKILL when the server's launching thread dies."""
+	if sys.platform.startswith('linux'):
+		try:
+			libc = ctypes.CDLL(None, use_errno=True)
+			libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+		except Exception:
+			pass
+		if os.getppid() == 1:  # the server died between fork and prctl
+			os._exit(1)
+
+
+_DEVTOOLS_RE = re.compile(r'DevTools listening on (ws://\S+)')
+
+
+class ChromiumProcess:
+	"""One running Chromium: its process group, CDP endpoint and the tail of its stderr."""
+
+	def __init__(self, proc: asyncio.subprocess.Process, profile_dir: Path) -> None:
+		self.proc = proc
+		self.pid = proc.pid
+		self.profile_dir = profile_dir
+		self.ws_url: str | None = None
+		self.stderr_tail: deque[str] = deque(maxlen=40)
+		self._ready = asyncio.get_running_loop().create_future()
+		self._reader = asyncio.create_task(self._drain_stderr(), name=f'chromium-{self.pid}-stderr')
+		self._exit_callbacks: list[Callable[[ChromiumProcess], Any]] = []
+		self._waiter = asyncio.create_task(self._wait_exit(), name=f'chromium-{self.pid}-wait')
+		self.stopping = False
+
+	@property
+	def cdp_url(self) -> str:
+		assert self.ws_url, 'browser not ready'
+		host_port = self.ws_url.split('/devtools/', 1)[0].replace('ws://', 'http://')
+		return host_port + '/'
+
+	@classmethod
+	async def launch(
+		cls, executable: str, args: list[str], profile_dir: Path, owner: Owner, timeout: float = LAUNCH_TIMEOUT
+	) -> ChromiumProcess:
+		env = dict(os.environ)
+		env[OWNER_ENV] = owner.token
+		argv = [*args, f'{OWNER_SWITCH}={owner.token}', '--remote-debugging-port=0', 'about:blank']
+		try:
+			proc = await asyncio.create_subprocess_exec(
+				executable,
+				*argv,
+				stdin=asyncio.subprocess.DEVNULL,
+				stdout=asyncio.subprocess.DEVNULL,
+				stderr=asyncio.subprocess.PIPE,
+				env=env,
+				start_new_session=True,
+				preexec_fn=_set_parent_death_signal,
+			)
+		except OSError as exc:
+			raise BrowserStartFailed(
+				f'Could not start the browser at {executable}: {exc}. Install Chromium '
+				'(Debian/Ubuntu: apt-get install chromium) or set BROWSER_USE_MCP_CHROMIUM to its path.'
+			) from exc
+		chromium = cls(proc, profile_dir)
+		try:
+			await asyncio.wait_for(asyncio.shield(chromium._ready), timeout)
+		except TimeoutError:
+			await chromium.kill()
+			raise BrowserStartFailed(
+				f'The browser did not open its DevTools endpoint within {timeout:.0f} s.{chromium.reason_suffix()}'
+			) from None
+		except BrowserStartFailed:
+			await chromium.kill()
+			raise
+		except BaseException:
+			await chromium.kill()
+			raise
+		return chromium
+
+	async def _drain_stderr(self) -> None:
+		assert self.proc.stderr is not None
+		try:
+			while True:
+				raw = await self.proc.stderr.readline()
+				if not raw:
+					break
+				line = raw.decode('utf-8', 'replace').rstrip()
+				if not line:
+					continue
+				if self.ws_url is None:
+					match = _DEVTOOLS_RE.search(line)
+					if match:
+						self.ws_url = match.group(1)
+						if not self._ready.done():
+							self._ready.set_result(None)
+						continue
+				self.stderr_tail.append(line)
+		except (asyncio.CancelledError, Exception):
+			pass
+		finally:
+			if not self._ready.done():
+				with contextlib.suppress(BaseException):
+					await asyncio.wait_for(self.proc.wait(), 2)
+			if not self._ready.done():
+				self._ready.set_exception(BrowserStartFailed(f'The browser exited before it was ready.{self.reason_suffix()}'))
+				self._ready.exception()  # mark retrieved: launch() may already have given up
+
+	async def _wait_exit(self) -> None:
+		with contextlib.suppress(asyncio.CancelledError):
+			await self.proc.wait()
+			for callback in list(self._exit_callbacks):
+				with contextlib.suppress(Exception):
+					callback(self)
+
+	def on_exit(self, callback: Callable[[ChromiumProcess], Any]) -> None:
+		self._exit_callbacks.append(callback)
+
+	def alive(self) -> bool:
+		return self.proc.returncode is None
+
+	def reason(self) -> str:
+		"""Chromium's own words about why it failed, filtered to the informative lines."""
+		lines = [
+			line
+			for line in self.stderr_tail
+			if not line.startswith('[') or 'ERROR' in line or 'FATAL' in line or 'Singleton' in line
+		]
+		lines = [line for line in lines if 'unexpected operator' not in line]  # Debian wrapper noise
+		text = ' | '.join(lines[-6:])
+		return text[-1200:]
+
+	def reason_suffix(self) -> str:
+		reason = self.reason()
+		code = self.proc.returncode
+		parts = []
+		if code is not None:
+			parts.append(f'exit status {code}' if code >= 0 else f'killed by signal {-code}')
+		if reason:
+			parts.append(f'Chromium said: {reason}')
+		return (' (' + '; '.join(parts) + ')') if parts else ''
+
+	def tree(self) -> list[psutil.Process]:
+		try:
+			root = psutil.Process(self.pid)
+			return [root, *root.children(recursive=True)]
+		except psutil.NoSuchProcess:
+			return []
+
+	def pids(self) -> set[int]:
+		return {p.pid for p in self.tree()}
+
+	async def kill(self, graceful_timeout: float = 0.0) -> None:
+		"""End the whole process tree; with a timeout, first let Chromium exit by itself."""
+		self.stopping = True
+		members = self.tree()
+		if graceful_timeout > 0 and self.alive():
+			with contextlib.suppress(ProcessLookupError):
+				self.proc.send_signal(signal.SIGTERM)
+			with contextlib.suppress(TimeoutError):
+				await asyncio.wait_for(asyncio.shield(self._waiter), graceful_timeout)
+		with contextlib.suppress(ProcessLookupError, PermissionError):
+			os.killpg(self.pid, signal.SIGKILL)
+		for member in members:
+			with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+				member.kill()
+		with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+			await asyncio.wait_for(asyncio.shield(self._waiter), 5)
+		self._reader.cancel()
+		with contextlib.suppress(asyncio.CancelledError, Exception):
+			await self._reader
+		await wait_gone(members, timeout=3.0)
+
+
+def _gone(proc: psutil.Process) -> bool:
+	try:
+		return proc.status() == psutil.STATUS_ZOMBIE
+	except (psutil.NoSuchProcess, psutil.AccessDenied):
+		return True
+
+
+async def wait_gone(procs: list[psutil.Process], timeout: float) -> bool:
+	"""Wait until every process has exited (a zombie counts as gone: it holds no resources)."""
+	deadline = asyncio.get_running_loop().time() + timeout
+	pending = list(procs)
+	while pending:
+		pending = [p for p in pending if not _gone(p)]
+		if not pending:
+			return True
+		if asyncio.get_running_loop().time() > deadline:
+			return False
+		await asyncio.sleep(0.02)
+	return True
+
+
+def chromium_args(profile: Any, extra: tuple[str, ...] = EXTRA_ARGS) -> list[str]:
+	"""Launch flags: browser-use's own for this profile, plus ours, deduplicated."""
+	base = profile.get_args()
+	merged: dict[str, str] = {}
+	features: list[str] = []
+	for arg in [*base, *extra]:
+		key, sep, value = arg.partition('=')
+		if key == '--disable-features':
+			features.extend(v for v in value.split(',') if v and v not in features)
+			continue
+		merged[key] = arg
+	if features:
+		merged['--disable-features'] = '--disable-features=' + ','.join(features)
+	return [arg for key, arg in merged.items() if key not in ('--remote-debugging-port',)]
+
+
+def build_profile(base: dict[str, Any], dirs: SessionDirs, headless: bool, overrides: dict[str, Any] | None = None) -> Any:
+	"""A BrowserProfile for one session: config.json values, our directories, our defaults."""
+	from browser_use.browser import BrowserProfile
+
+	data: dict[str, Any] = {**base}
+	for key in ('executable_path', 'cdp_url', 'is_local', 'file_system_path', 'use_cloud', 'cloud_browser_params'):
+		data.pop(key, None)
+	data.update(overrides or {})
+	data['user_data_dir'] = str(dirs.profile)
+	data['downloads_path'] = str(dirs.downloads)
+	data['headless'] = headless
+	data['enable_default_extensions'] = False  # never download at start; see cached_extension_args
+	if os.geteuid() == 0:
+		data['chromium_sandbox'] = False  # Chromium refuses to run sandboxed as root
+	return BrowserProfile(**data)
+
+
+def cached_extension_args() -> list[str]:
+	"""browser-use's default extensions, but only those already on disk: a session must never
+	wait on, or fail for, a download at start-up."""
+	try:
+		from browser_use.config import CONFIG
+
+		ext_root = CONFIG.BROWSER_USE_EXTENSIONS_DIR
+	except Exception:
+		return []
+	if not ext_root.is_dir():
+		return []
+	paths = [str(p) for p in sorted(ext_root.iterdir()) if (p / 'manifest.json').is_file()]
+	if not paths:
+		return []
+	return [f'--load-extension={",".join(paths)}', '--enable-extensions']
+
+
+class SessionBrowser:
+	"""A session's Chromium process plus the browser-use ``BrowserSession`` driving it."""
+
+	def __init__(self, chromium: ChromiumProcess, session: Any, dirs: SessionDirs) -> None:
+		self.chromium = chromium
+		self.session = session
+		self.dirs = dirs
+		self._closed = False
+
+	@classmethod
+	async def open(
+		cls,
+		*,
+		executable: str,
+		profile_base: dict[str, Any],
+		dirs: SessionDirs,
+		headless: bool,
+		owner: Owner,
+		use_extensions: bool = False,
+		connect_timeout: float = 20.0,
+	) -> SessionBrowser:
+		from browser_use.browser import BrowserSession
+
+		profile = build_profile(profile_base, dirs, headless)
+		args = chromium_args(profile)
+		if use_extensions:
+			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
+		chromium = await ChromiumProcess.launch(executable, args, dirs.profile, owner)
+		try:
+			profile = profile.model_copy(update={'cdp_url': chromium.cdp_url, 'is_local': True})
+			session = BrowserSession(browser_profile=profile)
+			await asyncio.wait_for(session.start(), connect_timeout)
+		except BaseException as exc:
+			await chromium.kill()
+			if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+				raise
+			if isinstance(exc, TimeoutError):
+				raise BrowserStartFailed(
+					f'The browser started but did not accept a CDP connection within {connect_timeout:.0f} s.'
+					f'{chromium.reason_suffix()}'
+				) from None
+			raise BrowserStartFailed(f'Could not connect to the browser: {exc}{chromium.reason_suffix()}') from exc
+		return cls(chromium, session, dirs)
+
+	async def close(self, graceful: bool = False) -> None:
+		"""Tear everything down; never raises. Graceful lets a persistent profile flush to disk."""
+		if self._closed:
+			return
+		self._closed = True
+		self.chromium.stopping = True
+		if graceful and self.chromium.alive():
+			with contextlib.suppress(Exception, asyncio.CancelledError):
+				await asyncio.wait_for(self.session.cdp_client.send.Browser.close(), 2)
+		# browser-use first, so it does not see the socket drop and try to reconnect
+		with contextlib.suppress(Exception, asyncio.CancelledError):
+			await asyncio.wait_for(_release_session(self.session), 3)
+		await self.chromium.kill(graceful_timeout=3.0 if graceful else 0.0)
+
+	def alive(self) -> bool:
+		return not self._closed and self.chromium.alive()
+
+
+async def _release_session(session: Any) -> None:
+	"""Free browser-use's side of a session whose browser is already gone."""
+	session._intentional_stop = True
+	with contextlib.suppress(Exception):
+		await session.event_bus.stop(clear=True, timeout=1)
+	with contextlib.suppress(Exception):
+		await session.reset()

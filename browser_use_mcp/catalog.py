@@ -1,0 +1,81 @@
+"""The registry of tools: their advertised schemas and the single path every call takes.
+
+This is the one place that knows about ``session_id``: it adds the property to each
+session-scoped tool's schema, validates the arguments, resolves the id to a
+``SessionState`` (which takes that session's lock) and hands the handler only the state.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from browser_use_mcp.errors import InvalidArgument, UnknownTool
+from browser_use_mcp.sessions import SessionRegistry
+from browser_use_mcp.tools import ALL_TOOLS
+from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Reply, Tool
+
+logger = logging.getLogger('browser_use_mcp.catalog')
+
+SESSION_ID_SCHEMA = {
+	'type': 'string',
+	'description': 'The browser session to act in. Omit it to use the default session. An id not seen before '
+	'creates a new isolated session (its own browser, cookies, tabs and downloads); browser_create_session '
+	'mints one for you.',
+}
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+	name: str
+	description: str
+	input_schema: dict[str, Any]
+	read_only: bool
+
+
+class Catalog:
+	def __init__(self, registry: SessionRegistry, tools: list[Tool] | None = None) -> None:
+		self.registry = registry
+		self._tools = {t.name: t for t in (tools or ALL_TOOLS)}
+		self._infos = [self._info(t) for t in self._tools.values()]
+
+	def _info(self, tool: Tool) -> ToolInfo:
+		schema = copy.deepcopy(tool.input_schema())
+		if tool.scope == 'session':
+			schema['properties']['session_id'] = dict(SESSION_ID_SCHEMA)
+		description = tool.description.replace(RETENTION_PLACEHOLDER, self.registry.retention_text())
+		return ToolInfo(tool.name, description, schema, tool.read_only)
+
+	def list(self) -> list[ToolInfo]:
+		return list(self._infos)
+
+	def get(self, name: str) -> Tool:
+		tool = self._tools.get(name)
+		if tool is None:
+			raise UnknownTool(f'Unknown tool {name!r}. Available tools: {", ".join(sorted(self._tools))}.')
+		return tool
+
+	async def call(self, name: str, arguments: dict[str, Any] | None, call: Call) -> Reply:
+		tool = self.get(name)
+		if arguments is not None and not isinstance(arguments, dict):
+			raise InvalidArgument(f'Arguments for {name} must be a JSON object.')
+		args = dict(arguments or {})
+		if tool.scope == 'admin':
+			return _as_reply(await tool.handler(self.registry, tool.parse(args), call))
+		session_id = args.pop('session_id', None)
+		parsed = tool.parse(args)
+		state, result = await self.registry.run(
+			call.principal,
+			session_id,
+			lambda s: tool.handler(s, parsed, call),
+			create=tool.creates_session,
+		)
+		reply = _as_reply(result)
+		reply.notes.extend(state.take_notes())
+		return reply
+
+
+def _as_reply(result: Reply | str) -> Reply:
+	return result if isinstance(result, Reply) else Reply(str(result))

@@ -1,0 +1,145 @@
+"""Command line: ``browser-use-mcp [serve] [flags]``, ``browser-use-mcp demo``, ``browser-use-mcp doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+# browser-use configures logging on import unless told not to; stdout is the protocol.
+os.environ.setdefault('BROWSER_USE_SETUP_LOGGING', 'false')
+os.environ.setdefault('BROWSER_USE_LOGGING_LEVEL', 'warning')
+
+from browser_use_mcp import __version__  # noqa: E402
+from browser_use_mcp.config import ENV_VARS  # noqa: E402
+
+COMMANDS = ('serve', 'demo', 'doctor')
+
+
+def _env(name: str) -> str:
+	return ENV_VARS[name][0]
+
+
+def build_parser() -> argparse.ArgumentParser:
+	parser = argparse.ArgumentParser(
+		prog='browser-use-mcp',
+		description='MCP server giving each agent its own isolated browser (browser-use, one server, many sessions).',
+		epilog='Commands: serve (default) runs the server; demo shows three isolated sessions; doctor checks this machine.',
+	)
+	parser.add_argument('--version', action='version', version=f'browser-use-mcp {__version__}')
+	parser.add_argument('command', nargs='?', choices=COMMANDS, default='serve', help='what to run (default: serve)')
+	g = parser.add_argument_group('transport')
+	g.add_argument('--transport', choices=('stdio', 'http'), help=f'MCP transport (default stdio; env {_env("transport")})')
+	g.add_argument('--host', help=f'HTTP bind address (default 127.0.0.1; env {_env("host")})')
+	g.add_argument('--port', type=int, help=f'HTTP port (default 8000; env {_env("port")})')
+	g.add_argument(
+		'--auth-token',
+		action='append',
+		dest='auth_tokens',
+		metavar='TOKEN',
+		help=f'HTTP bearer token; repeat for several clients, each its own principal (env {_env("auth_tokens")}, comma-separated)',
+	)
+	g.add_argument(
+		'--allow-unauthenticated',
+		action='store_true',
+		default=None,
+		help=f'allow binding HTTP to a non-loopback address without tokens (env {_env("allow_unauthenticated")})',
+	)
+	s = parser.add_argument_group('sessions')
+	s.add_argument(
+		'--idle-timeout',
+		type=float,
+		metavar='SECONDS',
+		help=f'close a session unused this long; 0 = never (default 600; env {_env("idle_timeout")})',
+	)
+	s.add_argument(
+		'--max-session-duration',
+		type=float,
+		metavar='SECONDS',
+		help=f'close a session this long after creation; 0 = unlimited (default 0; env {_env("max_session_duration")})',
+	)
+	s.add_argument(
+		'--max-sessions', type=int, metavar='N', help=f'most sessions at once (default 32; env {_env("max_sessions")})'
+	)
+	s.add_argument(
+		'--prewarm', type=int, metavar='N', help=f'keep N browsers launched and ready (default 0; env {_env("prewarm")})'
+	)
+	b = parser.add_argument_group('browser')
+	b.add_argument('--chromium', dest='executable_path', metavar='PATH', help=f'browser binary (env {_env("executable_path")})')
+	b.add_argument('--headed', dest='headless', action='store_false', default=None, help='show browser windows (needs a display)')
+	b.add_argument(
+		'--headless', dest='headless', action='store_true', default=None, help='no windows (default without a display)'
+	)
+	b.add_argument('--state-dir', metavar='DIR', help=f'where temporary profiles live (env {_env("state_dir")})')
+	o = parser.add_argument_group('output')
+	o.add_argument(
+		'--log-level',
+		choices=('debug', 'info', 'warning', 'error'),
+		help=f'stderr log level (default warning; env {_env("log_level")})',
+	)
+	return parser
+
+
+def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
+	from pathlib import Path
+
+	values = {
+		'transport': ns.transport,
+		'host': ns.host,
+		'port': ns.port,
+		'auth_tokens': tuple(ns.auth_tokens) if ns.auth_tokens else None,
+		'allow_unauthenticated': ns.allow_unauthenticated,
+		'idle_timeout': ns.idle_timeout,
+		'max_session_duration': ns.max_session_duration,
+		'max_sessions': ns.max_sessions,
+		'prewarm': ns.prewarm,
+		'executable_path': ns.executable_path,
+		'headless': ns.headless,
+		'state_dir': Path(ns.state_dir).expanduser() if ns.state_dir else None,
+		'log_level': ns.log_level,
+	}
+	return {k: v for k, v in values.items() if v is not None}
+
+
+def main(argv: list[str] | None = None) -> None:
+	ns = build_parser().parse_args(argv)
+	from browser_use_mcp.config import load_config
+	from browser_use_mcp.logs import setup_logging
+
+	config = load_config(**cli_overrides(ns))
+	setup_logging(config.log_level)
+	if ns.command == 'doctor':
+		from browser_use_mcp.doctor import run_doctor
+
+		sys.exit(run_doctor(config))
+	if ns.command == 'demo':
+		from browser_use_mcp.demo import run_demo
+
+		sys.exit(run_demo(config))
+	code = run_server(config)
+	# The stdio reader thread may still block on a read; every session is already closed.
+	sys.stdout.flush()
+	sys.stderr.flush()
+	os._exit(code)
+
+
+def run_server(config: Any) -> int:
+	import asyncio
+
+	if config.transport == 'http':
+		from browser_use_mcp.http import serve_http
+
+		runner = serve_http(config)
+	else:
+		from browser_use_mcp.server import serve_stdio
+
+		runner = serve_stdio(config)
+	try:
+		asyncio.run(runner)
+	except KeyboardInterrupt:
+		pass
+	except SystemExit as exc:
+		print(str(exc), file=sys.stderr)
+		return 2
+	return 0

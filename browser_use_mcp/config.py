@@ -1,0 +1,203 @@
+"""Server configuration: defaults <- browser-use config.json <- environment <- CLI flags.
+
+One frozen ``ServerConfig`` is built at start-up and handed down; nothing below reads the
+environment again, so a test can build a config and know exactly what the server will do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+Transport = Literal['stdio', 'http']
+
+ENV_PREFIX = 'BROWSER_USE_MCP_'
+
+# What upstream's server forces on top of browser-use defaults, minus the fixed 0.5 s
+# pause between actions (it buys nothing for a single MCP call; see docs/performance.md).
+UPSTREAM_PROFILE_DEFAULTS: dict[str, Any] = {
+	'keep_alive': True,
+	'device_scale_factor': 1.0,
+	'disable_security': False,
+	'wait_between_actions': 0.0,
+}
+
+
+def _truthy(value: str) -> bool:
+	return value.strip().lower() in ('1', 'true', 't', 'yes', 'y', 'on')
+
+
+def default_state_dir() -> Path:
+	"""Where temporary profiles live: per user, on tmpfs when the system offers one."""
+	runtime = os.environ.get('XDG_RUNTIME_DIR')
+	if runtime and Path(runtime).is_dir() and os.access(runtime, os.W_OK):
+		return Path(runtime) / 'browser-use-mcp'
+	return Path(tempfile.gettempdir()) / f'browser-use-mcp-{os.getuid()}'
+
+
+def display_available() -> bool:
+	if sys.platform in ('darwin', 'win32'):
+		return True
+	return bool(os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY'))
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+	# transport
+	transport: Transport = 'stdio'
+	host: str = '127.0.0.1'
+	port: int = 8000
+	auth_tokens: tuple[str, ...] = ()
+	allow_unauthenticated: bool = False
+
+	# lifecycle
+	idle_timeout: float = 600.0
+	max_session_duration: float = 0.0
+	max_sessions: int = 32
+	prewarm: int = 0
+	shutdown_grace: float = 3.0
+
+	# browser
+	executable_path: str | None = None
+	headless: bool = True
+	browser_profile: Mapping[str, Any] = field(default_factory=dict)
+	default_user_data_dir: Path = Path('~/.config/browseruse/profiles/default').expanduser()
+	default_downloads_dir: Path = Path('~/Downloads/browser-use-mcp').expanduser()
+	default_files_dir: Path = Path('~/.browser-use-mcp').expanduser()
+	state_dir: Path = field(default_factory=default_state_dir)
+	parallel_event_buses: bool = True
+
+	# llm
+	llm: Mapping[str, Any] = field(default_factory=dict)
+
+	# misc
+	log_level: str = 'warning'
+	telemetry: bool = True
+
+	def with_overrides(self, **overrides: Any) -> ServerConfig:
+		known = {f.name for f in fields(self)}
+		return replace(self, **{k: v for k, v in overrides.items() if k in known and v is not None})
+
+
+# name -> (env var, parser)
+def _float(v: str) -> float:
+	return float(v)
+
+
+def _int(v: str) -> int:
+	return int(v)
+
+
+def _tokens(v: str) -> tuple[str, ...]:
+	return tuple(t.strip() for t in v.split(',') if t.strip())
+
+
+ENV_VARS: dict[str, tuple[str, Any]] = {
+	'transport': (f'{ENV_PREFIX}TRANSPORT', str),
+	'host': (f'{ENV_PREFIX}HOST', str),
+	'port': (f'{ENV_PREFIX}PORT', _int),
+	'auth_tokens': (f'{ENV_PREFIX}AUTH_TOKENS', _tokens),
+	'allow_unauthenticated': (f'{ENV_PREFIX}ALLOW_UNAUTHENTICATED', _truthy),
+	'idle_timeout': (f'{ENV_PREFIX}IDLE_TIMEOUT', _float),
+	'max_session_duration': (f'{ENV_PREFIX}MAX_SESSION_DURATION', _float),
+	'max_sessions': (f'{ENV_PREFIX}MAX_SESSIONS', _int),
+	'prewarm': (f'{ENV_PREFIX}PREWARM', _int),
+	'state_dir': (f'{ENV_PREFIX}STATE_DIR', lambda v: Path(v).expanduser()),
+	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
+	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),
+	'parallel_event_buses': (f'{ENV_PREFIX}PARALLEL_EVENT_BUSES', _truthy),
+}
+
+
+def _browser_use_config() -> dict[str, Any]:
+	"""browser-use's own config.json (with its env overrides), as upstream's server reads it."""
+	from browser_use.config import get_default_llm, get_default_profile, load_browser_use_config
+
+	try:
+		raw = load_browser_use_config()
+	except Exception:  # unreadable config.json must not stop the server
+		return {'browser_profile': {}, 'llm': {}}
+	return {'browser_profile': dict(get_default_profile(raw)), 'llm': dict(get_default_llm(raw))}
+
+
+def with_bu_dirs(values: dict[str, Any]) -> None:
+	"""Upstream's default profile lives in browser-use's config dir (BROWSER_USE_CONFIG_DIR aware)."""
+	try:
+		from browser_use.config import CONFIG
+
+		values['default_user_data_dir'] = Path(CONFIG.BROWSER_USE_DEFAULT_USER_DATA_DIR)
+	except Exception:
+		pass
+	values['default_downloads_dir'] = Path('~/Downloads/browser-use-mcp').expanduser()
+	values['default_files_dir'] = Path('~/.browser-use-mcp').expanduser()
+
+
+def load_config(environ: Mapping[str, str] | None = None, **cli: Any) -> ServerConfig:
+	"""Build the effective configuration; ``cli`` holds flags the user actually passed."""
+	env = os.environ if environ is None else environ
+	bu = _browser_use_config()
+	profile: dict[str, Any] = bu['browser_profile']
+	# config.json entries carry bookkeeping keys that are not BrowserProfile fields
+	for key in ('id', 'default', 'created_at', 'name'):
+		profile.pop(key, None)
+
+	values: dict[str, Any] = {}
+	with_bu_dirs(values)
+	if profile.get('executable_path'):
+		values['executable_path'] = str(profile['executable_path'])
+	if profile.get('user_data_dir'):
+		values['default_user_data_dir'] = Path(str(profile['user_data_dir'])).expanduser()
+	if profile.get('downloads_path'):
+		values['default_downloads_dir'] = Path(str(profile['downloads_path'])).expanduser()
+	if profile.get('file_system_path'):
+		values['default_files_dir'] = Path(str(profile['file_system_path'])).expanduser()
+
+	# Headless: explicit env wins; otherwise headed only when a display exists and
+	# config.json asks for it (its generated default says headless=false, which would
+	# make every navigate fail on a machine without a screen).
+	headless_env = env.get('BROWSER_USE_HEADLESS')
+	if headless_env is not None and headless_env.strip():
+		values['headless'] = _truthy(headless_env)
+	elif not display_available():
+		values['headless'] = True
+	else:
+		values['headless'] = bool(profile.get('headless', False))
+
+	for name, (var, parse) in ENV_VARS.items():
+		raw = env.get(var)
+		if raw is not None and raw.strip() != '':
+			try:
+				values[name] = parse(raw)
+			except ValueError as exc:
+				raise SystemExit(f'Invalid value for {var}: {raw!r} ({exc})') from None
+
+	telemetry_env = env.get('ANONYMIZED_TELEMETRY')
+	values['telemetry'] = True if telemetry_env is None else _truthy(telemetry_env)
+
+	config = ServerConfig(browser_profile=profile, llm=bu['llm'], **values)
+	config = config.with_overrides(**cli)
+	validate(config)
+	return config
+
+
+def validate(config: ServerConfig) -> None:
+	problems = []
+	if config.transport not in ('stdio', 'http'):
+		problems.append(f'transport must be stdio or http, not {config.transport!r}')
+	if config.idle_timeout < 0:
+		problems.append('idle timeout must be >= 0 (0 disables expiry)')
+	if config.max_session_duration < 0:
+		problems.append('max session duration must be >= 0 (0 means unlimited)')
+	if config.max_sessions < 1:
+		problems.append('max sessions must be >= 1')
+	if config.prewarm < 0:
+		problems.append('prewarm must be >= 0')
+	if not 0 < config.port < 65536:
+		problems.append(f'port {config.port} is out of range')
+	if problems:
+		raise SystemExit('Invalid configuration: ' + '; '.join(problems))

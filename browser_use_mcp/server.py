@@ -1,0 +1,154 @@
+"""MCP wiring: tools/list from the catalog, tools/call through it, errors as is_error results.
+
+This is the only module that speaks MCP types; everything below it deals in ``Reply`` and
+``ToolError``. The transports (stdio here, HTTP in ``http.py``) differ only in how a call's
+principal is found and how the process is kept alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+
+from browser_use_mcp import __version__
+from browser_use_mcp.catalog import Catalog
+from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.errors import ToolError
+from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
+from browser_use_mcp.telemetry import Telemetry
+from browser_use_mcp.tools.base import Call, Reply
+
+logger = logging.getLogger('browser_use_mcp.server')
+
+INSTRUCTIONS = (
+	'Each browser tool takes an optional session_id. Calls without one share the default session; give each '
+	'agent or sub-task its own session_id (any string, or one minted by browser_create_session) to get an '
+	'isolated browser with its own cookies, tabs and history. Calls within one session run one at a time.'
+)
+
+PrincipalOf = Callable[[ServerRequestContext[Any, Any]], str]
+
+
+def to_result(reply: Reply) -> types.CallToolResult:
+	content: list[types.ContentBlock] = [types.TextContent(type='text', text=reply.text)]
+	for image in reply.images:
+		content.append(types.ImageContent(type='image', data=image.data, mime_type=image.mime_type))
+	for note in reply.notes:
+		content.append(types.TextContent(type='text', text=note))
+	return types.CallToolResult(content=content, structured_content=reply.structured)
+
+
+def error_result(message: str) -> types.CallToolResult:
+	return types.CallToolResult(content=[types.TextContent(type='text', text=message)], is_error=True)
+
+
+def build_server(
+	catalog: Catalog,
+	principal_of: PrincipalOf = lambda _ctx: LOCAL_PRINCIPAL,
+	telemetry: Telemetry | None = None,
+) -> Server[Any]:
+	tool_list = [
+		types.Tool(
+			name=info.name,
+			description=info.description,
+			input_schema=info.input_schema,
+			annotations=types.ToolAnnotations(read_only_hint=True) if info.read_only else None,
+		)
+		for info in catalog.list()
+	]
+
+	async def list_tools(
+		ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+	) -> types.ListToolsResult:
+		return types.ListToolsResult(tools=tool_list)
+
+	async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+		started = time.monotonic()
+
+		async def progress(done: float, total: float | None, message: str | None) -> None:
+			with contextlib.suppress(Exception):
+				await ctx.session.report_progress(done, total, message)
+
+		call = Call(principal=principal_of(ctx), progress=progress)
+		error: str | None = None
+		try:
+			reply = await catalog.call(params.name, params.arguments, call)
+			return to_result(reply)
+		except ToolError as exc:
+			error = exc.message
+			return error_result(exc.message)
+		except Exception as exc:  # a bug or an unexpected browser failure: report, keep serving
+			logger.exception('tool %s failed unexpectedly', params.name)
+			error = f'{type(exc).__name__}: {exc}'
+			return error_result(
+				f'{params.name} failed unexpectedly: {type(exc).__name__}: {str(exc)[:500]}. The session is still open; '
+				'call browser_get_state to see where it is, then retry or try another approach.'
+			)
+		finally:
+			if telemetry is not None:
+				telemetry.tool_call(params.name, time.monotonic() - started, error)
+
+	return Server(
+		'browser-use-mcp',
+		version=__version__,
+		instructions=INSTRUCTIONS,
+		on_list_tools=list_tools,
+		on_call_tool=call_tool,
+	)
+
+
+async def run_until_stopped(serve: Awaitable[Any], registry: SessionRegistry, grace: float) -> None:
+	"""Serve until the transport ends or SIGTERM/SIGINT arrives, then close every session."""
+	loop = asyncio.get_running_loop()
+	stop = asyncio.Event()
+	for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+		with contextlib.suppress(NotImplementedError, RuntimeError):
+			loop.add_signal_handler(sig, stop.set)
+	serving = asyncio.ensure_future(serve)
+	stopping = asyncio.ensure_future(stop.wait())
+	try:
+		await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+		if serving.done() and not serving.cancelled() and serving.exception() is not None:
+			logger.error('transport ended with an error: %r', serving.exception())
+	finally:
+		stopping.cancel()
+		# Sessions first: in-flight calls get their "session closed" error while the transport
+		# can still deliver it; then the transport.
+		with contextlib.suppress(Exception):
+			await asyncio.wait_for(registry.shutdown(), timeout=grace + 5)
+		serving.cancel()
+		with contextlib.suppress(asyncio.CancelledError, Exception):
+			await asyncio.wait_for(serving, timeout=1)
+		for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+			with contextlib.suppress(NotImplementedError, RuntimeError):
+				loop.remove_signal_handler(sig)
+
+
+async def serve_stdio(config: ServerConfig) -> None:
+	from mcp.server.stdio import stdio_server
+
+	from browser_use_mcp.concurrency import install as install_concurrency
+
+	install_concurrency(config.parallel_event_buses)
+	registry = SessionRegistry(config)
+	await registry.start()
+	telemetry = Telemetry(config)
+	telemetry.started()
+	server = build_server(Catalog(registry), telemetry=telemetry)
+	try:
+		async with stdio_server() as (read_stream, write_stream):
+			await run_until_stopped(
+				server.run(read_stream, write_stream, server.create_initialization_options()), registry, config.shutdown_grace
+			)
+	finally:
+		await registry.shutdown()
+		telemetry.stopped()

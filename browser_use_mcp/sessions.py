@@ -1,0 +1,527 @@
+"""Sessions: one browser each, created on first use, serialized within, parallel across.
+
+``SessionRegistry`` is the only owner of session state. It resolves a ``(principal,
+session_id)`` pair to a ``SessionState`` (creating it exactly once even under racing
+calls), runs a tool call under that session's lock, cancels the call in flight when the
+session is closed, expires idle sessions, and remembers - boundedly - which ids lost their
+state so the next call can say so instead of silently starting over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from uuid_extensions import uuid7str
+
+from browser_use_mcp.browser import (
+	Owner,
+	SessionBrowser,
+	SessionDirs,
+	StateDir,
+	find_chromium,
+	profile_lock_owner,
+	sweep_orphans,
+)
+from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.errors import (
+	BrowserStartFailed,
+	InvalidArgument,
+	SessionClosed,
+	SessionLimitReached,
+	SessionLost,
+	SessionNotFound,
+)
+
+logger = logging.getLogger('browser_use_mcp.sessions')
+
+DEFAULT_SESSION_ID = 'default'
+LOCAL_PRINCIPAL = 'local'
+MAX_SESSION_ID_LENGTH = 256
+TOMBSTONE_LIMIT = 1024
+
+current_session: contextvars.ContextVar[str] = contextvars.ContextVar('current_session', default='-')
+
+T = TypeVar('T')
+LossReason = Literal['expired', 'max_duration', 'crashed']
+
+
+def check_session_id(session_id: Any) -> str:
+	"""Accept any printable string id; reject what cannot be an id, saying why."""
+	if not isinstance(session_id, str):
+		raise InvalidArgument(
+			f'session_id must be a string, not {type(session_id).__name__}. Omit it to use the default session.'
+		)
+	if session_id == '':
+		raise InvalidArgument('session_id must not be empty. Omit it to use the default session.')
+	if len(session_id) > MAX_SESSION_ID_LENGTH:
+		raise InvalidArgument(
+			f'session_id is {len(session_id)} characters long; the limit is {MAX_SESSION_ID_LENGTH}. '
+			'Use a shorter id, e.g. one returned by browser_create_session.'
+		)
+	if any(ord(ch) < 32 or ord(ch) == 127 for ch in session_id):
+		raise InvalidArgument('session_id must not contain control characters (such as NUL or newline).')
+	return session_id
+
+
+def new_session_id() -> str:
+	"""A server-minted handle: uuid7 (time-ordered) plus 64 more random bits.
+
+	uuid7 has 74 random bits but 48 bits of public timestamp; the suffix keeps a handle
+	unguessable even to someone who knows when it was made.
+	"""
+	return f'browser_{uuid7str()}{os.urandom(8).hex()}'
+
+
+def _clock(ts: float) -> str:
+	return datetime.fromtimestamp(ts, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')
+
+
+@dataclass
+class Tombstone:
+	reason: LossReason
+	at: float
+	detail: str = ''
+
+	def message(self, session_id: str) -> str:
+		when = _clock(self.at)
+		cause = {
+			'expired': f'it was closed at {when} after {self.detail} without activity (idle timeout)',
+			'max_duration': f'it was closed at {when} because it reached the maximum session duration of {self.detail}',
+			'crashed': f'its browser died at {when} ({self.detail})',
+		}[self.reason]
+		return (
+			f'Session {session_id!r} lost its browser state: {cause}. Its cookies, tabs, history and '
+			'page state are gone. Call again with the same session_id to start a fresh, empty session.'
+		)
+
+
+@dataclass(eq=False)
+class SessionState:
+	"""Everything one session owns. Tool handlers receive this and nothing global."""
+
+	session_id: str
+	principal: str
+	browser: SessionBrowser
+	tools: Any  # browser_use.tools.service.Tools
+	file_system: Any  # browser_use.filesystem.file_system.FileSystem
+	dirs: SessionDirs
+	config: ServerConfig
+	is_default: bool = False
+	created_at: float = field(default_factory=time.time)
+	last_activity: float = field(default_factory=time.time)
+	lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+	notes: list[str] = field(default_factory=list)  # told to the client once, on its next reply
+	llm: Any = None  # extraction model, made on first use
+	busy: int = 0
+	closed_reason: str | None = None
+	_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+	@property
+	def browser_session(self) -> Any:
+		return self.browser.session
+
+	@property
+	def key(self) -> tuple[str, str]:
+		return (self.principal, self.session_id)
+
+	def touch(self) -> None:
+		self.last_activity = time.time()
+
+	def idle_seconds(self, now: float | None = None) -> float:
+		return 0.0 if self.busy else max(0.0, (now or time.time()) - self.last_activity)
+
+	def expires_in(self, now: float | None = None) -> float | None:
+		"""Seconds until the reaper closes this session (None: never)."""
+		now = now or time.time()
+		limits = []
+		if self.config.idle_timeout > 0:
+			limits.append(self.config.idle_timeout - self.idle_seconds(now))
+		if self.config.max_session_duration > 0:
+			limits.append(self.config.max_session_duration - (now - self.created_at))
+		return max(0.0, min(limits)) if limits else None
+
+	def take_notes(self) -> list[str]:
+		notes, self.notes = self.notes, []
+		return notes
+
+
+class SessionRegistry:
+	"""Creates, finds, serializes, expires and closes sessions."""
+
+	def __init__(self, config: ServerConfig, owner: Owner | None = None) -> None:
+		self.config = config
+		self.owner = owner or Owner.current()
+		self._sessions: dict[tuple[str, str], SessionState] = {}
+		self._creating: dict[tuple[str, str], asyncio.Task[SessionState]] = {}
+		self._closing: dict[tuple[str, str], asyncio.Task[None]] = {}
+		self._tombstones: OrderedDict[tuple[str, str], Tombstone] = OrderedDict()
+		self._state_dir: StateDir | None = None
+		self._reaper: asyncio.Task[None] | None = None
+		self._background: set[asyncio.Task[Any]] = set()
+		self._shutting_down = False
+		self.executable: str | None = None
+		self.single_principal = len(config.auth_tokens) <= 1
+
+	# -- lifecycle ---------------------------------------------------------------------------
+
+	async def start(self) -> None:
+		report = await asyncio.to_thread(sweep_orphans, self.config.state_dir, self.owner)
+		if report.processes_killed or report.dirs_removed:
+			logger.warning(
+				'start-up sweep: killed %d leftover browser processes, removed %d stale state dirs of dead servers',
+				report.processes_killed,
+				report.dirs_removed,
+			)
+		self._state_dir = StateDir(self.config.state_dir, self.owner)
+		self.executable = find_chromium(self.config.executable_path)
+		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
+
+	async def shutdown(self) -> None:
+		"""Close every session and remove our state dir. Idempotent; never raises."""
+		self._shutting_down = True
+		if self._reaper:
+			self._reaper.cancel()
+			with contextlib.suppress(asyncio.CancelledError, Exception):
+				await self._reaper
+		for task in list(self._creating.values()):
+			task.cancel()
+		with contextlib.suppress(Exception):
+			await asyncio.gather(*self._creating.values(), return_exceptions=True)
+		await asyncio.gather(
+			*(self._close_state(s, 'the server shut down') for s in list(self._sessions.values())), return_exceptions=True
+		)
+		await asyncio.gather(*self._closing.values(), *self._background, return_exceptions=True)
+		if self._state_dir:
+			self._state_dir.remove()
+
+	# -- lookup ------------------------------------------------------------------------------
+
+	def sessions(self, principal: str | None = None) -> list[SessionState]:
+		return [s for s in self._sessions.values() if principal is None or s.principal == principal]
+
+	def find(self, principal: str, session_id: str) -> SessionState | None:
+		return self._sessions.get((principal, session_id))
+
+	def exists(self, principal: str, session_id: str) -> bool:
+		key = (principal, session_id)
+		return key in self._sessions or key in self._creating
+
+	def normalize_id(self, session_id: str | None) -> str:
+		return DEFAULT_SESSION_ID if session_id is None else check_session_id(session_id)
+
+	def raise_if_lost(self, principal: str, session_id: str) -> None:
+		"""If this id lost its state, say so (once) instead of 'not found'."""
+		tomb = self._tombstones.pop((principal, session_id), None)
+		if tomb is not None:
+			raise SessionLost(tomb.message(session_id))
+
+	def retention_text(self) -> str:
+		parts = []
+		if self.config.idle_timeout > 0:
+			parts.append(f'closed after {self.config.idle_timeout:g} s without a call')
+		if self.config.max_session_duration > 0:
+			parts.append(f'closed {self.config.max_session_duration:g} s after creation whatever its activity')
+		if not parts:
+			return 'Sessions are kept until closed (no expiry configured).'
+		return 'A session is ' + ' and '.join(parts) + '; its cookies, tabs and pages are then gone.'
+
+	@property
+	def count(self) -> int:
+		return len(self._sessions) + len(self._creating)
+
+	async def resolve(self, principal: str, session_id: str | None, *, create: bool = True) -> SessionState:
+		"""The live session for this id; created on first use; SessionLost once after a loss."""
+		sid = DEFAULT_SESSION_ID if session_id is None else check_session_id(session_id)
+		key = (principal, sid)
+		while True:
+			closing = self._closing.get(key)
+			if closing is not None:
+				with contextlib.suppress(Exception):
+					await asyncio.shield(closing)
+				continue
+			state = self._sessions.get(key)
+			if state is not None:
+				if not state.browser.alive() and state.closed_reason is None:
+					await self._lose(state, 'crashed', self._crash_detail(state))
+					continue
+				return state
+			tomb = self._tombstones.pop(key, None)
+			if tomb is not None:
+				raise SessionLost(tomb.message(sid))
+			if not create:
+				raise SessionNotFound(sid)
+			task = self._creating.get(key)
+			if task is None:
+				if self._shutting_down:
+					raise SessionClosed('The server is shutting down; no new sessions can be created.')
+				if self.count >= self.config.max_sessions:
+					raise SessionLimitReached(
+						f'Cannot create session {sid!r}: the server already holds {self.count} sessions, its limit '
+						f'(--max-sessions {self.config.max_sessions}). Close one you no longer need with '
+						'browser_close_session (browser_list_sessions shows them), then retry.'
+					)
+				task = asyncio.create_task(self._create(principal, sid), name=f'create-session-{sid[:40]}')
+				self._creating[key] = task
+				task.add_done_callback(lambda _t, k=key: self._creating.pop(k, None))
+			return await asyncio.shield(task)
+
+	async def create(self, principal: str, session_id: str | None) -> tuple[SessionState, bool]:
+		"""For browser_create_session: (state, created_now)."""
+		sid = new_session_id() if session_id is None else check_session_id(session_id)
+		existed = self.exists(principal, sid)
+		state = await self.resolve(principal, sid)
+		return state, not existed
+
+	# -- running a call ----------------------------------------------------------------------
+
+	async def run(
+		self,
+		principal: str,
+		session_id: str | None,
+		fn: Callable[[SessionState], Awaitable[T]],
+		*,
+		create: bool = True,
+	) -> tuple[SessionState, T]:
+		"""Run ``fn`` on the session under its lock; a close of the session cancels it."""
+		state = await self.resolve(principal, session_id, create=create)
+		token = current_session.set(state.session_id)
+		try:
+			async with state.lock:
+				if state.closed_reason is not None:
+					raise SessionClosed(
+						f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call waited for it. '
+						'Call again to start a fresh session with this id.'
+					)
+				if not state.browser.alive():
+					await self._lose(state, 'crashed', self._crash_detail(state))
+					return await self.run(principal, session_id, fn, create=create)
+				state.busy += 1
+				state.touch()
+				inner = asyncio.create_task(fn(state))
+				state._tasks.add(inner)
+				try:
+					return state, await inner
+				except asyncio.CancelledError:
+					current = asyncio.current_task()
+					if state.closed_reason is not None and (current is None or current.cancelling() == 0):
+						raise self._closed_error(state) from None
+					raise
+				finally:
+					state._tasks.discard(inner)
+					state.busy -= 1
+					state.touch()
+		finally:
+			current_session.reset(token)
+
+	def _closed_error(self, state: SessionState) -> Exception:
+		tomb = self._tombstones.get(state.key)
+		if tomb is not None:
+			self._tombstones.pop(state.key, None)
+			return SessionLost(tomb.message(state.session_id))
+		return SessionClosed(
+			f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call was running; the call '
+			'was cancelled. Call again to start a fresh session with this id.'
+		)
+
+	# -- closing -----------------------------------------------------------------------------
+
+	async def close(self, principal: str, session_id: str, reason: str = 'closed by browser_close_session') -> bool:
+		"""Close a session; False if there is none with this id (for this principal)."""
+		key = (principal, session_id)
+		creating = self._creating.get(key)
+		if creating is not None:
+			with contextlib.suppress(Exception):
+				await asyncio.shield(creating)
+		state = self._sessions.get(key)
+		if state is None:
+			pending = self._closing.get(key)
+			if pending is not None:
+				with contextlib.suppress(Exception):
+					await asyncio.shield(pending)
+			return False
+		await self._close_state(state, reason)
+		return True
+
+	async def close_all(self, principal: str | None, reason: str = 'closed by browser_close_all') -> int:
+		targets = [k for k in list(self._sessions) + list(self._creating) if principal is None or k[0] == principal]
+		results = await asyncio.gather(*(self.close(k[0], k[1], reason) for k in set(targets)), return_exceptions=True)
+		return sum(1 for r in results if r is True)
+
+	async def _close_state(self, state: SessionState, reason: str) -> None:
+		key = state.key
+		if self._sessions.get(key) is state:
+			del self._sessions[key]
+		if state.closed_reason is None:
+			state.closed_reason = reason
+		pending = self._closing.get(key)
+		if pending is None:
+			pending = asyncio.create_task(self._teardown(state), name=f'close-session-{state.session_id[:40]}')
+			self._closing[key] = pending
+			pending.add_done_callback(lambda _t, k=key: self._closing.pop(k, None))
+		await asyncio.shield(pending)
+
+	async def _teardown(self, state: SessionState) -> None:
+		for task in list(state._tasks):
+			task.cancel()
+		if state._tasks:
+			await asyncio.wait(list(state._tasks), timeout=5)
+		graceful = not state.dirs.temporary
+		await state.browser.close(graceful=graceful)
+		await asyncio.to_thread(state.dirs.remove)
+		logger.info('session %r closed (%s)', state.session_id, state.closed_reason)
+
+	async def _lose(self, state: SessionState, reason: LossReason, detail: str) -> None:
+		"""Close a session whose state is gone and remember why, for the next call to hear."""
+		if state.closed_reason is not None:
+			return
+		self._tombstones[state.key] = Tombstone(reason, time.time(), detail)
+		self._tombstones.move_to_end(state.key)
+		while len(self._tombstones) > TOMBSTONE_LIMIT:
+			self._tombstones.popitem(last=False)
+		label = {'expired': 'idle timeout', 'max_duration': 'maximum duration reached', 'crashed': 'browser died'}[reason]
+		logger.warning('session %r lost: %s (%s)', state.session_id, label, detail)
+		await self._close_state(state, label)
+
+	def _crash_detail(self, state: SessionState) -> str:
+		return 'Chromium exited unexpectedly' + state.browser.chromium.reason_suffix()
+
+	def _on_browser_exit(self, state: SessionState) -> None:
+		if state.browser.chromium.stopping or state.closed_reason is not None or self._shutting_down:
+			return
+		task = asyncio.create_task(self._lose(state, 'crashed', self._crash_detail(state)))
+		self._background.add(task)
+		task.add_done_callback(self._background.discard)
+
+	# -- expiry ------------------------------------------------------------------------------
+
+	async def _reap_forever(self) -> None:
+		while True:
+			await asyncio.sleep(self._reap_interval())
+			with contextlib.suppress(Exception):
+				await self.reap()
+
+	def _reap_interval(self) -> float:
+		limits = [t for t in (self.config.idle_timeout, self.config.max_session_duration) if t > 0]
+		return max(0.05, min([1.0, *(t / 4 for t in limits)]))
+
+	async def reap(self, now: float | None = None) -> int:
+		now = now or time.time()
+		doomed: list[tuple[SessionState, LossReason, str]] = []
+		for state in list(self._sessions.values()):
+			if self.config.max_session_duration > 0 and now - state.created_at >= self.config.max_session_duration:
+				doomed.append((state, 'max_duration', f'{self.config.max_session_duration:g} s'))
+			elif self.config.idle_timeout > 0 and state.idle_seconds(now) >= self.config.idle_timeout:
+				doomed.append((state, 'expired', f'{self.config.idle_timeout:g} s'))
+		await asyncio.gather(*(self._lose(s, r, d) for s, r, d in doomed), return_exceptions=True)
+		return len(doomed)
+
+	# -- creation ----------------------------------------------------------------------------
+
+	async def _create(self, principal: str, session_id: str) -> SessionState:
+		assert self._state_dir is not None, 'registry not started'
+		if not self.executable:
+			self.executable = find_chromium(self.config.executable_path)
+		if not self.executable:
+			raise BrowserStartFailed(
+				'No Chromium or Chrome was found. Install it (Debian/Ubuntu: apt-get install chromium) or set '
+				'BROWSER_USE_MCP_CHROMIUM to the browser binary, then retry.'
+			)
+		is_default = session_id == DEFAULT_SESSION_ID
+		notes: list[str] = []
+		dirs = self._default_dirs(notes) if is_default and self.single_principal else None
+		if dirs is None:
+			dirs = self._state_dir.new_session_dirs(principal, session_id)
+		try:
+			browser = await self._open_browser(dirs)
+		except BrowserStartFailed as exc:
+			if dirs.temporary or 'Singleton' not in str(exc):
+				dirs.remove()
+				raise
+			# lost a race for the persistent profile: fall back like a locked profile
+			notes.append(self._fallback_note(dirs.profile, None))
+			dirs = self._state_dir.new_session_dirs(principal, session_id)
+			try:
+				browser = await self._open_browser(dirs)
+			except BaseException:
+				dirs.remove()
+				raise
+		except BaseException:
+			if dirs.temporary:
+				dirs.remove()
+			raise
+		try:
+			from browser_use.filesystem.file_system import FileSystem
+			from browser_use.tools.service import Tools
+
+			tools = Tools()
+			file_system = await asyncio.to_thread(FileSystem, dirs.files)
+		except BaseException:
+			await browser.close()
+			dirs.remove()
+			raise
+		state = SessionState(
+			session_id=session_id,
+			principal=principal,
+			browser=browser,
+			tools=tools,
+			file_system=file_system,
+			dirs=dirs,
+			config=self.config,
+			is_default=is_default,
+			notes=notes,
+		)
+		if self._shutting_down:
+			await browser.close()
+			dirs.remove()
+			raise SessionClosed('The server is shutting down; no new sessions can be created.')
+		self._sessions[state.key] = state
+		browser.chromium.on_exit(lambda _c, s=state: self._on_browser_exit(s))
+		logger.info('session %r created (profile %s)', session_id, dirs.profile)
+		return state
+
+	async def _open_browser(self, dirs: SessionDirs) -> SessionBrowser:
+		assert self.executable
+		return await SessionBrowser.open(
+			executable=self.executable,
+			profile_base=dict(self.config.browser_profile),
+			dirs=dirs,
+			headless=self.config.headless,
+			owner=self.owner,
+			use_extensions=bool(self.config.browser_profile.get('enable_default_extensions', False)),
+		)
+
+	def _default_dirs(self, notes: list[str]) -> SessionDirs | None:
+		"""The persistent profile for the default session, or None (with a note) if it is locked."""
+		profile = self.config.default_user_data_dir
+		try:
+			profile.mkdir(parents=True, exist_ok=True)
+		except OSError as exc:
+			notes.append(f'Note: the default profile directory {profile} cannot be created ({exc}); using a temporary profile.')
+			return None
+		holder = profile_lock_owner(profile)
+		if holder is not None:
+			notes.append(self._fallback_note(profile, holder))
+			return None
+		for path in (self.config.default_downloads_dir, self.config.default_files_dir):
+			with contextlib.suppress(OSError):
+				path.mkdir(parents=True, exist_ok=True)
+		return SessionDirs(profile=profile, downloads=self.config.default_downloads_dir, files=self.config.default_files_dir)
+
+	@staticmethod
+	def _fallback_note(profile: Path, holder: int | None) -> str:
+		by = f' by another running browser (PID {holder})' if holder else ' by another running browser'
+		return (
+			f'Note: the persistent default profile {profile} is locked{by}, so this session uses a fresh temporary '
+			'profile: saved logins are not available and nothing will be kept after the session ends.'
+		)

@@ -1,0 +1,118 @@
+"""Small helpers the tool families share: dispatching browser-use events and finding things."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, TabNotFound
+
+if TYPE_CHECKING:
+	from browser_use_mcp.sessions import SessionState
+
+
+def _first_line(exc: BaseException) -> str:
+	text = str(exc).strip() or type(exc).__name__
+	return text.splitlines()[0][:500]
+
+
+async def dispatch(state: SessionState, event: Any, action: str) -> Any:
+	"""Dispatch a browser-use event on the session's bus; raise its handler error, if any."""
+	bus = state.browser_session.event_bus
+	done = await bus.dispatch(event)
+	try:
+		return await done.event_result(raise_if_any=True, raise_if_none=False)
+	except asyncio.CancelledError:
+		raise
+	except Exception as exc:
+		raise BrowserActionFailed(f'{action} failed: {_first_line(exc)}') from exc
+
+
+async def element(state: SessionState, index: int) -> Any:
+	node = await state.browser_session.get_dom_element_by_index(index)
+	if node is None:
+		bs = state.browser_session
+		known = sorted((bs._cached_selector_map or {}).keys())
+		if known:
+			hint = f' Valid indices now: {known[0]}-{known[-1]}.'
+		elif bs._cached_browser_state_summary is not None:
+			hint = ' The last state had no interactive elements.'
+		else:
+			hint = ' No state has been captured yet.'
+		raise ElementNotFound(
+			f'Element with index {index} not found in the last browser_get_state of this session.{hint} '
+			'Call browser_get_state to refresh the element indices, then retry with an index from it.'
+		)
+	return node
+
+
+async def cdp_page(state: SessionState) -> Any:
+	"""The CDP session of the focused tab."""
+	return await state.browser_session.get_or_create_cdp_session(target_id=None, focus=False)
+
+
+async def evaluate(state: SessionState, expression: str, *, await_promise: bool = False, timeout: float = 15.0) -> Any:
+	"""Evaluate JS in the focused tab; return its JSON value or raise with the JS error."""
+	cdp = await cdp_page(state)
+	params: dict[str, Any] = {'expression': expression, 'returnByValue': True, 'awaitPromise': await_promise}
+	try:
+		result = await asyncio.wait_for(cdp.cdp_client.send.Runtime.evaluate(params=params, session_id=cdp.session_id), timeout)
+	except TimeoutError:
+		with contextlib.suppress(Exception):
+			await cdp.cdp_client.send.Runtime.terminateExecution(session_id=cdp.session_id)
+		raise BrowserActionFailed(
+			f'The expression did not finish within {timeout:.0f} s and was stopped. Avoid long-running loops or '
+			'unresolved promises.'
+		) from None
+	details = result.get('exceptionDetails')
+	if details:
+		exc = details.get('exception') or {}
+		message = exc.get('description') or details.get('text') or 'JavaScript exception'
+		raise BrowserActionFailed(f'JavaScript error: {message.splitlines()[0][:500]}')
+	value = result.get('result', {})
+	if value.get('type') == 'undefined':
+		return None
+	return value.get('value')
+
+
+async def tab_titles(state: SessionState) -> dict[str, str]:
+	"""Real document titles by target id (browser-use's cache often holds the host instead)."""
+	try:
+		targets = await state.browser_session.cdp_client.send.Target.getTargets()
+	except Exception:
+		return {}
+	return {t['targetId']: t.get('title', '') for t in targets.get('targetInfos', []) if t.get('type') == 'page'}
+
+
+async def list_tabs(state: SessionState) -> list[dict[str, str]]:
+	tabs = await state.browser_session.get_tabs()
+	titles = await tab_titles(state)
+	out = []
+	for tab in tabs:
+		title = titles.get(tab.target_id, tab.title or '')
+		if title == tab.url:  # Chromium shows the URL while a page has no <title>
+			title = tab.title or ''
+		out.append({'tab_id': tab.target_id[-4:], 'url': tab.url, 'title': title, '_target_id': tab.target_id})
+	return out
+
+
+async def resolve_tab(state: SessionState, tab_id: str) -> str:
+	tabs = await list_tabs(state)
+	matches = [t['_target_id'] for t in tabs if t['_target_id'].endswith(tab_id)]
+	if len(matches) == 1:
+		return matches[0]
+	available = ', '.join(f'{t["tab_id"]} ({t["url"]})' for t in tabs) or 'none'
+	if not matches:
+		raise TabNotFound(
+			f'No tab with id {tab_id!r} in this session. Open tabs: {available}. Call browser_list_tabs for the current ids.'
+		)
+	raise TabNotFound(f'Tab id {tab_id!r} is ambiguous in this session. Open tabs: {available}. Use the 4-character id.')
+
+
+def public_tabs(tabs: list[dict[str, str]]) -> list[dict[str, str]]:
+	return [{k: v for k, v in t.items() if not k.startswith('_')} for t in tabs]
+
+
+async def current_url(state: SessionState) -> str:
+	return await state.browser_session.get_current_page_url()

@@ -1,0 +1,169 @@
+"""Reading the page: state, HTML, screenshot, extraction, JavaScript."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from pydantic import Field
+
+from browser_use_mcp.errors import BrowserActionFailed
+from browser_use_mcp.llm import make_llm
+from browser_use_mcp.tools.base import Args, Call, Image, Reply, as_json, session_tool
+from browser_use_mcp.tools.common import cdp_page, evaluate, tab_titles
+
+
+class GetStateArgs(Args):
+	include_screenshot: bool = Field(False, description='Also return a screenshot of the viewport as an image.')
+
+
+def _element_info(index: int, node: Any) -> dict[str, Any]:
+	info: dict[str, Any] = {'index': index, 'tag': node.tag_name, 'text': node.get_all_children_text(max_depth=2)[:100]}
+	for attr in ('placeholder', 'href'):
+		if node.attributes.get(attr):
+			info[attr] = node.attributes[attr]
+	return info
+
+
+@session_tool(
+	'browser_get_state',
+	"Describe the session's current page: URL, title, open tabs, viewport and scroll position, and the "
+	'interactive elements with the indices that browser_click and browser_type take. Call it again after '
+	'the page changes: indices refer to the latest state only.',
+	GetStateArgs,
+	read_only=True,
+)
+async def get_state(state, args: GetStateArgs, call: Call) -> Reply:
+	bs = state.browser_session
+	summary = await bs.get_browser_state_summary(include_screenshot=args.include_screenshot)
+	if summary.state_error:
+		raise BrowserActionFailed(f'Could not capture the page state: {summary.state_error}')
+	titles = await tab_titles(state)
+	focus = bs.agent_focus_target_id
+	result: dict[str, Any] = {
+		'url': summary.url,
+		'title': titles.get(focus, summary.title) if focus else summary.title,
+		'tabs': [{'url': t.url, 'title': titles.get(t.target_id, t.title)} for t in summary.tabs],
+		'interactive_elements': [],
+	}
+	if summary.page_info:
+		pi = summary.page_info
+		result['viewport'] = {'width': pi.viewport_width, 'height': pi.viewport_height}
+		result['page'] = {'width': pi.page_width, 'height': pi.page_height}
+		result['scroll'] = {'x': pi.scroll_x, 'y': pi.scroll_y}
+	result['interactive_elements'] = [_element_info(i, n) for i, n in summary.dom_state.selector_map.items()]
+	images = []
+	if args.include_screenshot and summary.screenshot:
+		images.append(Image(summary.screenshot))
+		if summary.page_info:
+			result['screenshot_dimensions'] = {
+				'width': summary.page_info.viewport_width,
+				'height': summary.page_info.viewport_height,
+			}
+	return Reply(as_json(result), images=images)
+
+
+class GetHtmlArgs(Args):
+	selector: str | None = Field(
+		None, min_length=1, description='CSS selector of one element whose outer HTML to return; omit for the whole page.'
+	)
+
+
+@session_tool(
+	'browser_get_html',
+	"Return the raw HTML of the session's current page, or the outer HTML of the first element matching a CSS selector.",
+	GetHtmlArgs,
+	read_only=True,
+)
+async def get_html(state, args: GetHtmlArgs, call: Call) -> str:
+	if args.selector is None:
+		html = await evaluate(state, 'document.documentElement ? document.documentElement.outerHTML : ""')
+		return html or ''
+	selector = json.dumps(args.selector)
+	expr = (
+		'(() => { let el; try { el = document.querySelector(' + selector + '); }'
+		' catch (e) { return {bad: String(e.message)}; } return el ? {html: el.outerHTML} : {}; })()'
+	)
+	found = await evaluate(state, expr)
+	if isinstance(found, dict) and 'bad' in found:
+		raise BrowserActionFailed(f'Invalid CSS selector {args.selector!r}: {found["bad"]}')
+	if not isinstance(found, dict) or 'html' not in found:
+		return f'No element found for selector: {args.selector}'
+	return found['html']
+
+
+class ScreenshotArgs(Args):
+	full_page: bool = Field(False, description='Capture the whole scrollable page instead of just the viewport.')
+
+
+@session_tool(
+	'browser_screenshot',
+	"Take a PNG screenshot of the session's current page. Returns JSON with its size and the viewport, then the image.",
+	ScreenshotArgs,
+	read_only=True,
+)
+async def screenshot(state, args: ScreenshotArgs, call: Call) -> Reply:
+	data = await state.browser_session.take_screenshot(full_page=args.full_page)
+	meta: dict[str, Any] = {'size_bytes': len(data)}
+	try:
+		cdp = await cdp_page(state)
+		metrics = await cdp.cdp_client.send.Page.getLayoutMetrics(session_id=cdp.session_id)
+		viewport = metrics.get('cssLayoutViewport') or {}
+		meta['viewport'] = {'width': viewport.get('clientWidth'), 'height': viewport.get('clientHeight')}
+	except Exception:
+		pass
+	return Reply(json.dumps(meta), images=[Image(base64.b64encode(data).decode())])
+
+
+class ExtractArgs(Args):
+	query: str = Field(min_length=1, description='What to extract from the page, in plain words.')
+	extract_links: bool = Field(False, description="Include the page's links in what the model reads.")
+
+
+@session_tool(
+	'browser_extract_content',
+	"Have the configured LLM read the session's current page and answer a query about it (structured "
+	"extraction). Needs an LLM key in the server's environment; see docs/configuration.md.",
+	ExtractArgs,
+)
+async def extract_content(state, args: ExtractArgs, call: Call) -> str:
+	from browser_use import ActionModel
+	from pydantic import create_model
+
+	if state.llm is None:
+		state.llm = make_llm(state.config.llm, 'extract')
+	action_model = create_model('ExtractContent', __base__=ActionModel, extract=(dict[str, Any], ...))
+	action = action_model.model_validate({'extract': {'query': args.query, 'extract_links': args.extract_links}})
+	result = await state.tools.act(
+		action=action,
+		browser_session=state.browser_session,
+		page_extraction_llm=state.llm,
+		file_system=state.file_system,
+	)
+	if result.error:
+		raise BrowserActionFailed(f'Extraction failed: {result.error}')
+	return result.extracted_content or 'No content extracted'
+
+
+class EvaluateArgs(Args):
+	expression: str = Field(
+		min_length=1,
+		max_length=100_000,
+		description='A JavaScript expression evaluated in the page, e.g. "document.title" or '
+		'"[...document.querySelectorAll(\'h2\')].map(e => e.textContent)". Promises are awaited.',
+	)
+
+
+@session_tool(
+	'browser_evaluate',
+	"Run a JavaScript expression in the session's current page and return its value as JSON (DOM nodes and "
+	'functions are not serializable: return their properties instead).',
+	EvaluateArgs,
+)
+async def evaluate_js(state, args: EvaluateArgs, call: Call) -> Reply:
+	value = await evaluate(state, args.expression, await_promise=True)
+	return Reply(json.dumps(value, ensure_ascii=False), structured={'result': value})
+
+
+TOOLS = [get_state, get_html, screenshot, extract_content, evaluate_js]

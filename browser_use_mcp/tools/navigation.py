@@ -1,0 +1,51 @@
+"""Moving around: navigate, go back, scroll."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from browser_use_mcp.tools.base import Args, Call, NoArgs, session_tool
+from browser_use_mcp.tools.common import dispatch
+
+
+class NavigateArgs(Args):
+	url: str = Field(min_length=1, description='The URL to open, e.g. https://example.com.')
+	new_tab: bool = Field(False, description='Open the URL in a new tab instead of the current one.')
+
+
+@session_tool(
+	'browser_navigate',
+	"Open a URL in the session's browser (current tab, or a new tab with new_tab=true). "
+	'Returns "Navigated to: <url>" once the page has loaded.',
+	NavigateArgs,
+)
+async def navigate(state, args: NavigateArgs, call: Call) -> str:
+	from browser_use.browser.events import NavigateToUrlEvent
+
+	await dispatch(state, NavigateToUrlEvent(url=args.url, new_tab=args.new_tab), f'Navigation to {args.url}')
+	return f'Opened new tab with URL: {args.url}' if args.new_tab else f'Navigated to: {args.url}'
+
+
+@session_tool('browser_go_back', "Go back one entry in the current tab's history.", NoArgs)
+async def go_back(state, args: NoArgs, call: Call) -> str:
+	from browser_use.browser.events import GoBackEvent
+
+	await dispatch(state, GoBackEvent(), 'Going back')
+	return 'Navigated back'
+
+
+class ScrollArgs(Args):
+	direction: Literal['up', 'down'] = Field('down', description='Which way to scroll.')
+
+
+@session_tool('browser_scroll', 'Scroll the current page by about one screen (500 px) up or down.', ScrollArgs)
+async def scroll(state, args: ScrollArgs, call: Call) -> str:
+	from browser_use.browser.events import ScrollEvent
+
+	await dispatch(state, ScrollEvent(direction=args.direction, amount=500), 'Scrolling')
+	return f'Scrolled {args.direction}'
+
+
+TOOLS = [navigate, go_back, scroll]

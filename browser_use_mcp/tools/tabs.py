@@ -1,0 +1,44 @@
+"""Tabs of one session's browser: list, switch, close."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from browser_use_mcp.tools.base import Args, Call, NoArgs, Reply, as_json, session_tool
+from browser_use_mcp.tools.common import current_url, dispatch, list_tabs, public_tabs, resolve_tab
+
+
+@session_tool(
+	'browser_list_tabs',
+	"List the open tabs of the session's browser, each with its 4-character tab_id, URL and title.",
+	NoArgs,
+	read_only=True,
+)
+async def list_tabs_tool(state, args: NoArgs, call: Call) -> Reply:
+	tabs = public_tabs(await list_tabs(state))
+	return Reply(as_json(tabs), structured={'tabs': tabs})
+
+
+class TabArgs(Args):
+	tab_id: str = Field(min_length=1, max_length=64, description='The 4-character tab_id from browser_list_tabs.')
+
+
+@session_tool('browser_switch_tab', "Make another tab of the session's browser the current one.", TabArgs)
+async def switch_tab(state, args: TabArgs, call: Call) -> str:
+	from browser_use.browser.events import SwitchTabEvent
+
+	target = await resolve_tab(state, args.tab_id)
+	await dispatch(state, SwitchTabEvent(target_id=target), f'Switching to tab {args.tab_id}')
+	return f'Switched to tab {args.tab_id}: {await current_url(state)}'
+
+
+@session_tool('browser_close_tab', "Close a tab of the session's browser.", TabArgs)
+async def close_tab(state, args: TabArgs, call: Call) -> str:
+	from browser_use.browser.events import CloseTabEvent
+
+	target = await resolve_tab(state, args.tab_id)
+	await dispatch(state, CloseTabEvent(target_id=target), f'Closing tab {args.tab_id}')
+	return f'Closed tab # {args.tab_id}, now on {await current_url(state)}'
+
+
+TOOLS = [list_tabs_tool, switch_tab, close_tab]

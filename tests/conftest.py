@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault('ANONYMIZED_TELEMETRY', 'false')
+os.environ.setdefault('BROWSER_USE_SETUP_LOGGING', 'false')
+
+from tests.pages import PageServer  # noqa: E402
+from tests.support import Background, Mcp, running_server  # noqa: E402
+
+
+@pytest.fixture(scope='session')
+def site() -> Iterator[str]:
+	"""Base URL of the test web site on 127.0.0.1."""
+	with PageServer() as server:
+		yield server.url
+
+
+@pytest.fixture(scope='module')
+async def mcp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mcp]:
+	"""One real server (stdio) shared by a test module; tests use their own session ids."""
+	home = tmp_path_factory.mktemp('server-home')
+	async with Background(running_server(home)) as server:
+		yield server
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+	return tmp_path / 'home'

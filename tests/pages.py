@@ -1,0 +1,133 @@
+"""A tiny web site on 127.0.0.1 for the tests: forms, cookies, storage, links, tabs, slow pages.
+
+Every page is static HTML built here; nothing leaves loopback.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from http.cookies import SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+def page(title: str, body: str, head: str = '') -> bytes:
+	return (
+		f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>{head}</head>'
+		f'<body>{body}</body></html>'
+	).encode()
+
+
+ROUTES_DOC = {
+	'/': 'home page with links and a button',
+	'/two': 'second page',
+	'/form': 'form with inputs',
+	'/login?user=U': 'sets cookie user=U',
+	'/whoami': 'shows the cookie user',
+	'/storage?set=V': 'writes localStorage',
+	'/slow?s=N': 'responds after N seconds',
+	'/download': 'a file download',
+	'/long': 'a tall page for scrolling',
+	'/popup': 'a link opening a new tab',
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+	protocol_version = 'HTTP/1.1'
+
+	def log_message(self, *args: object) -> None:
+		pass
+
+	def _send(self, body: bytes, status: int = 200, ctype: str = 'text/html; charset=utf-8', headers: dict | None = None) -> None:
+		self.send_response(status)
+		self.send_header('Content-Type', ctype)
+		self.send_header('Content-Length', str(len(body)))
+		self.send_header('Cache-Control', 'no-store')
+		for k, v in (headers or {}).items():
+			self.send_header(k, v)
+		self.end_headers()
+		self.wfile.write(body)
+
+	def do_POST(self) -> None:  # noqa: N802
+		length = int(self.headers.get('Content-Length') or 0)
+		data = parse_qs(self.rfile.read(length).decode())
+		user = (data.get('user') or [''])[0]
+		self._send(
+			page('Logged in', f'<p id="who">logged in as {html.escape(user)}</p><a href="/whoami">who am i</a>'),
+			headers={'Set-Cookie': f'user={user}; Path=/'},
+		)
+
+	def do_GET(self) -> None:  # noqa: N802
+		url = urlparse(self.path)
+		q = {k: v[0] for k, v in parse_qs(url.query).items()}
+		cookies = SimpleCookie(self.headers.get('Cookie', ''))
+		user = cookies['user'].value if 'user' in cookies else ''
+		p = url.path
+		if p == '/':
+			self._send(
+				page(
+					'Home Page',
+					'<h1>Home</h1><a id="to-two" href="/two">Go to two</a> '
+					'<button id="btn" onclick="document.title=\'Clicked\';document.getElementById(\'out\').textContent=\'clicked\'">Press me</button>'
+					'<p id="out"></p><input id="q" placeholder="search here">',
+				)
+			)
+		elif p == '/two':
+			self._send(page('Page Two', '<h1>Two</h1><a href="/">back home</a>'))
+		elif p == '/form':
+			self._send(
+				page(
+					'Form',
+					'<form method="post" action="/login-form"><input name="user" id="user" placeholder="user name">'
+					'<input name="email" id="email" placeholder="email"><button type="submit">Log in</button></form>'
+					'<p id="echo"></p><script>document.getElementById("user").addEventListener("input",'
+					' e => document.getElementById("echo").textContent = e.target.value)</script>',
+				)
+			)
+		elif p == '/login':
+			name = q.get('user', '')
+			self._send(
+				page('Logged in', f'<p id="who">logged in as {html.escape(name)}</p>'),
+				headers={'Set-Cookie': f'user={name}; Path=/'},
+			)
+		elif p == '/whoami':
+			self._send(page(f'Who: {user or "nobody"}', f'<p id="who">{html.escape(user or "nobody")}</p>'))
+		elif p == '/storage':
+			value = q.get('set')
+			script = f'localStorage.setItem("v", {value!r});' if value else ''
+			self._send(
+				page('Storage', f'<p id="v"></p><script>{script}document.getElementById("v").textContent = localStorage.getItem("v") || "empty"</script>')
+			)
+		elif p == '/slow':
+			time.sleep(float(q.get('s', '3')))
+			self._send(page('Slow', '<p>slow done</p>'))
+		elif p == '/download':
+			self._send(b'hello download\n', ctype='application/octet-stream', headers={'Content-Disposition': 'attachment; filename="hello.txt"'})
+		elif p == '/long':
+			rows = ''.join(f'<p style="height:200px">row {i}</p>' for i in range(60))
+			self._send(page('Long', rows))
+		elif p == '/popup':
+			self._send(page('Popup', '<a id="pop" href="/two" target="_blank">open two in new tab</a>'))
+		else:
+			self._send(page('Not found', '<p>404</p>'), status=404)
+
+
+class PageServer:
+	def __init__(self) -> None:
+		self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+		self.httpd.daemon_threads = True
+		self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+	@property
+	def url(self) -> str:
+		return f'http://127.0.0.1:{self.httpd.server_address[1]}'
+
+	def __enter__(self) -> PageServer:
+		self.thread.start()
+		return self
+
+	def __exit__(self, *exc: object) -> None:
+		self.httpd.shutdown()
+		self.httpd.server_close()
