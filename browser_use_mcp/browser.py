@@ -284,6 +284,10 @@ class ChromiumProcess:
 	) -> ChromiumProcess:
 		env = dict(os.environ)
 		env[OWNER_ENV] = owner.token
+		# Chromium writes crash-report settings under XDG_CONFIG_HOME whatever --user-data-dir
+		# says; keep every byte it writes inside the session's own directory.
+		env['XDG_CONFIG_HOME'] = str(profile_dir / '.xdg-config')
+		env['XDG_CACHE_HOME'] = str(profile_dir / '.xdg-cache')
 		argv = [*args, f'{OWNER_SWITCH}={owner.token}', '--remote-debugging-port=0', 'about:blank']
 		try:
 			proc = await asyncio.create_subprocess_exec(

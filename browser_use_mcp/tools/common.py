@@ -14,7 +14,10 @@ if TYPE_CHECKING:
 
 def _first_line(exc: BaseException) -> str:
 	text = str(exc).strip() or type(exc).__name__
-	return text.splitlines()[0][:500]
+	text = text.splitlines()[0][:500]
+	for prefix in ('Navigation failed: ', 'Failed: '):
+		text = text.removeprefix(prefix)
+	return text
 
 
 async def dispatch(state: SessionState, event: Any, action: str) -> Any:
@@ -90,6 +93,8 @@ async def list_tabs(state: SessionState) -> list[dict[str, str]]:
 	titles = await tab_titles(state)
 	out = []
 	for tab in tabs:
+		if titles and tab.target_id not in titles:
+			continue  # closed in the browser; browser-use has not processed the detach yet
 		title = titles.get(tab.target_id, tab.title or '')
 		if title == tab.url:  # Chromium shows the URL while a page has no <title>
 			title = tab.title or ''
@@ -116,3 +121,14 @@ def public_tabs(tabs: list[dict[str, str]]) -> list[dict[str, str]]:
 
 async def current_url(state: SessionState) -> str:
 	return await state.browser_session.get_current_page_url()
+
+
+async def viewport_size(state: SessionState) -> tuple[int, int]:
+	"""The focused tab's viewport in CSS pixels, (0, 0) when it cannot be read."""
+	try:
+		cdp = await cdp_page(state)
+		metrics = await cdp.cdp_client.send.Page.getLayoutMetrics(session_id=cdp.session_id)
+	except Exception:
+		return 0, 0
+	viewport = metrics.get('cssLayoutViewport') or {}
+	return int(viewport.get('clientWidth') or 0), int(viewport.get('clientHeight') or 0)

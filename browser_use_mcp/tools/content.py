@@ -11,7 +11,7 @@ from pydantic import Field
 from browser_use_mcp.errors import BrowserActionFailed
 from browser_use_mcp.llm import make_llm
 from browser_use_mcp.tools.base import Args, Call, Image, Reply, as_json, session_tool
-from browser_use_mcp.tools.common import cdp_page, evaluate, tab_titles
+from browser_use_mcp.tools.common import evaluate, tab_titles, viewport_size
 
 
 class GetStateArgs(Args):
@@ -106,13 +106,9 @@ class ScreenshotArgs(Args):
 async def screenshot(state, args: ScreenshotArgs, call: Call) -> Reply:
 	data = await state.browser_session.take_screenshot(full_page=args.full_page)
 	meta: dict[str, Any] = {'size_bytes': len(data)}
-	try:
-		cdp = await cdp_page(state)
-		metrics = await cdp.cdp_client.send.Page.getLayoutMetrics(session_id=cdp.session_id)
-		viewport = metrics.get('cssLayoutViewport') or {}
-		meta['viewport'] = {'width': viewport.get('clientWidth'), 'height': viewport.get('clientHeight')}
-	except Exception:
-		pass
+	width, height = await viewport_size(state)
+	if width and height:
+		meta['viewport'] = {'width': width, 'height': height}
 	return Reply(json.dumps(meta), images=[Image(base64.b64encode(data).decode())])
 
 

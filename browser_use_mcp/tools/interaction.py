@@ -8,7 +8,7 @@ from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.tools.base import Args, Call, session_tool
-from browser_use_mcp.tools.common import current_url, dispatch, element
+from browser_use_mcp.tools.common import current_url, dispatch, element, viewport_size
 
 
 class ClickArgs(Args):
@@ -44,6 +44,12 @@ async def click(state, args: ClickArgs, call: Call) -> str:
 	if has_x != has_y:
 		raise InvalidArgument('coordinate_x and coordinate_y must be given together (or give index instead).')
 	if has_x and has_y:
+		width, height = await viewport_size(state)
+		if width and height and (args.coordinate_x >= width or args.coordinate_y >= height):
+			raise InvalidArgument(
+				f'Coordinates ({args.coordinate_x}, {args.coordinate_y}) are outside the {width}x{height} viewport. '
+				'Scroll the target into view, then use coordinates inside the viewport (browser_get_state shows its size).'
+			)
 		event = ClickCoordinateEvent(coordinate_x=args.coordinate_x, coordinate_y=args.coordinate_y)
 		_check_click(await dispatch(state, event, 'Click'))
 		return f'Clicked at coordinates ({args.coordinate_x}, {args.coordinate_y})'

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.tools.base import Args, Call, NoArgs, session_tool
 from browser_use_mcp.tools.common import dispatch
+
+SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
+
+
+def check_url(url: str) -> None:
+	"""Refuse what Chromium cannot open, with the fix, instead of a silent error page."""
+	parsed = urlsplit(url)
+	if parsed.scheme.lower() not in SCHEMES or (parsed.scheme.lower() in ('http', 'https') and not parsed.netloc):
+		raise InvalidArgument(
+			f'Invalid URL {url[:200]!r}: give an absolute URL with its scheme, e.g. https://{url.split("://")[-1][:60] or "example.com"}.'
+		)
 
 
 class NavigateArgs(Args):
@@ -24,7 +37,11 @@ class NavigateArgs(Args):
 async def navigate(state, args: NavigateArgs, call: Call) -> str:
 	from browser_use.browser.events import NavigateToUrlEvent
 
-	await dispatch(state, NavigateToUrlEvent(url=args.url, new_tab=args.new_tab), f'Navigation to {args.url}')
+	check_url(args.url)
+	try:
+		await dispatch(state, NavigateToUrlEvent(url=args.url, new_tab=args.new_tab), f'Navigation to {args.url}')
+	except BrowserActionFailed as exc:
+		raise BrowserActionFailed(f'{exc.message}. Check the URL and that the site is reachable from the server.') from exc
 	return f'Opened new tab with URL: {args.url}' if args.new_tab else f'Navigated to: {args.url}'
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import Field
 
 from browser_use_mcp.tools.base import Args, Call, NoArgs, Reply, as_json, session_tool
-from browser_use_mcp.tools.common import current_url, dispatch, list_tabs, public_tabs, resolve_tab
+from browser_use_mcp.tools.common import current_url, dispatch, list_tabs, public_tabs, resolve_tab, tab_titles
 
 
 @session_tool(
@@ -38,6 +40,10 @@ async def close_tab(state, args: TabArgs, call: Call) -> str:
 
 	target = await resolve_tab(state, args.tab_id)
 	await dispatch(state, CloseTabEvent(target_id=target), f'Closing tab {args.tab_id}')
+	for _ in range(40):  # the browser closes the target asynchronously; report the settled state
+		if target not in await tab_titles(state):
+			break
+		await asyncio.sleep(0.05)
 	return f'Closed tab # {args.tab_id}, now on {await current_url(state)}'
 
 
