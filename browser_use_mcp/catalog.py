@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from browser_use_mcp.errors import InvalidArgument, UnknownTool
-from browser_use_mcp.sessions import SessionRegistry
+from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools import ALL_TOOLS
 from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Reply, Tool
+from browser_use_mcp.tools.common import ensure_focus
 
 logger = logging.getLogger('browser_use_mcp.catalog')
 
@@ -66,12 +67,12 @@ class Catalog:
 			return _as_reply(await tool.handler(self.registry, tool.parse(args), call))
 		session_id = args.pop('session_id', None)
 		parsed = tool.parse(args)
-		state, result = await self.registry.run(
-			call.principal,
-			session_id,
-			lambda s: tool.handler(s, parsed, call),
-			create=tool.creates_session,
-		)
+
+		async def act(state: SessionState) -> Reply | str:
+			await ensure_focus(state)
+			return await tool.handler(state, parsed, call)
+
+		state, result = await self.registry.run(call.principal, session_id, act, create=tool.creates_session)
 		reply = _as_reply(result)
 		reply.notes.extend(state.take_notes())
 		return reply

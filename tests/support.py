@@ -203,3 +203,117 @@ class Background:
 	async def __aexit__(self, *exc: object) -> None:
 		self._stop.set()
 		await self._task
+
+
+class RawServer:
+	"""The server as a plain subprocess whose stdin, signals and death the test controls.
+
+	The MCP client's own stdio transport kills the server's whole process tree when it
+	disconnects, which would hide exactly the leaks the lifecycle tests look for; this one
+	never touches the process.
+	"""
+
+	def __init__(self, home: Path, *args: str, env: dict[str, str] | None = None) -> None:
+		self.home = home
+		self.args = args
+		self.env = env or server_env(home)
+		self.proc: Any = None
+		self.stderr = b''
+
+	async def start(self) -> RawServer:
+		import asyncio
+
+		self.home.mkdir(parents=True, exist_ok=True)
+		self.proc = await asyncio.create_subprocess_exec(
+			sys.executable,
+			'-m',
+			'browser_use_mcp',
+			*self.args,
+			stdin=asyncio.subprocess.PIPE,
+			stdout=asyncio.subprocess.PIPE,
+			stderr=asyncio.subprocess.PIPE,
+			env=self.env,
+		)
+		self._stderr_task = asyncio.create_task(self._drain_stderr())
+		return self
+
+	async def _drain_stderr(self) -> None:
+		while True:
+			chunk = await self.proc.stderr.read(65536)
+			if not chunk:
+				return
+			self.stderr += chunk
+
+	@property
+	def pid(self) -> int:
+		return self.proc.pid
+
+	@contextlib.asynccontextmanager
+	async def transport(self) -> AsyncIterator[Any]:
+		import anyio
+		import mcp.types as types
+		from mcp.shared.message import SessionMessage
+
+		read_writer, read_stream = anyio.create_memory_object_stream(0)
+		write_stream, write_reader = anyio.create_memory_object_stream(0)
+
+		async def reader() -> None:
+			async with read_writer:
+				while True:
+					line = await self.proc.stdout.readline()
+					if not line:
+						return
+					try:
+						message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+					except ValueError as exc:
+						await read_writer.send(exc)
+						continue
+					await read_writer.send(SessionMessage(message))
+
+		async def writer() -> None:
+			async with write_reader:
+				async for session_message in write_reader:
+					data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+					with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+						self.proc.stdin.write(data.encode() + b'\n')
+						await self.proc.stdin.drain()
+
+		async with anyio.create_task_group() as tg:
+			tg.start_soon(reader)
+			tg.start_soon(writer)
+			try:
+				yield read_stream, write_stream
+			finally:
+				tg.cancel_scope.cancel()
+
+	@contextlib.asynccontextmanager
+	async def client(self) -> AsyncIterator[Mcp]:
+		client = Client(self.transport(), mode='legacy', read_timeout_seconds=120)
+		async with client:
+			yield Mcp(client, self.pid, self.home)
+
+	def close_stdin(self) -> None:
+		with contextlib.suppress(Exception):
+			self.proc.stdin.close()
+
+	async def wait(self, timeout: float) -> int | None:
+		import asyncio
+
+		try:
+			return await asyncio.wait_for(self.proc.wait(), timeout)
+		except TimeoutError:
+			return None
+
+	async def stop(self) -> None:
+		"""Whatever happened, leave no server and no browser of it behind."""
+		if self.proc is None:
+			return
+		leftovers = owned_processes(self.proc.pid)
+		if self.proc.returncode is None:
+			with contextlib.suppress(ProcessLookupError):
+				self.proc.kill()
+			await self.wait(10)
+		for pid in leftovers | owned_processes(self.proc.pid):
+			with contextlib.suppress(psutil.NoSuchProcess):
+				psutil.Process(pid).kill()
+		self._stderr_task.cancel()

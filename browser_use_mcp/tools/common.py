@@ -132,3 +132,37 @@ async def viewport_size(state: SessionState) -> tuple[int, int]:
 		return 0, 0
 	viewport = metrics.get('cssLayoutViewport') or {}
 	return int(viewport.get('clientWidth') or 0), int(viewport.get('clientHeight') or 0)
+
+
+async def current_title(state: SessionState) -> str | None:
+	"""The focused page's document.title, read from the page itself (target info can lag)."""
+	try:
+		title = await evaluate(state, 'document.title', timeout=5)
+	except Exception:
+		return None
+	return title if isinstance(title, str) else None
+
+
+async def ensure_focus(state: SessionState) -> None:
+	"""Make sure the session has a live focused tab before a tool acts.
+
+	When the focused tab goes away (closed by a tool, by the page itself, or crashed),
+	browser-use re-focuses asynchronously, and until it does, navigation is silently skipped
+	and scrolling fails. Give its recovery a moment, then focus the newest open tab (or a
+	new blank one) ourselves.
+	"""
+	bs = state.browser_session
+	live = await tab_titles(state)
+	if bs.agent_focus_target_id and (not live or bs.agent_focus_target_id in live):
+		return
+	for _ in range(10):
+		await asyncio.sleep(0.05)
+		live = await tab_titles(state)
+		if bs.agent_focus_target_id and bs.agent_focus_target_id in live:
+			return
+	if live:
+		target = list(live)[-1]
+	else:
+		created = await bs.cdp_client.send.Target.createTarget(params={'url': 'about:blank'})
+		target = created['targetId']
+	await bs.get_or_create_cdp_session(target_id=target, focus=True)

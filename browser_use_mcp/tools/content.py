@@ -11,7 +11,7 @@ from pydantic import Field
 from browser_use_mcp.errors import BrowserActionFailed
 from browser_use_mcp.llm import make_llm
 from browser_use_mcp.tools.base import Args, Call, Image, Reply, as_json, session_tool
-from browser_use_mcp.tools.common import evaluate, tab_titles, viewport_size
+from browser_use_mcp.tools.common import current_title, evaluate, tab_titles, viewport_size
 
 
 class GetStateArgs(Args):
@@ -41,9 +41,12 @@ async def get_state(state, args: GetStateArgs, call: Call) -> Reply:
 		raise BrowserActionFailed(f'Could not capture the page state: {summary.state_error}')
 	titles = await tab_titles(state)
 	focus = bs.agent_focus_target_id
+	title = await current_title(state)
+	if focus and title is not None:
+		titles[focus] = title
 	result: dict[str, Any] = {
 		'url': summary.url,
-		'title': titles.get(focus, summary.title) if focus else summary.title,
+		'title': title if title is not None else titles.get(focus, summary.title),
 		'tabs': [{'url': t.url, 'title': titles.get(t.target_id, t.title)} for t in summary.tabs],
 		'interactive_elements': [],
 	}

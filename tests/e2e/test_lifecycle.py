@@ -1,0 +1,268 @@
+"""Lifecycle and faults: shutdown paths, orphans, the start-up sweep, expiry, crashes, limits.
+
+Each test owns its server (a ``RawServer`` the test can signal, starve of stdin or kill)
+and counts real Chromium processes by PID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from browser_use_mcp.browser import OWNER_ENV, OWNER_SWITCH, Owner, find_chromium
+from tests.support import RawServer, chromium_pids, owned_processes, server_env, wait_until
+
+
+@pytest.fixture
+async def raw(tmp_path: Path) -> AsyncIterator[list[RawServer]]:
+	"""Servers started by a test; whatever happens, they and their browsers are gone after."""
+	servers: list[RawServer] = []
+	yield servers
+	for server in servers:
+		await server.stop()
+
+
+async def start(raw: list[RawServer], home: Path, *args: str, env: dict[str, str] | None = None) -> RawServer:
+	server = await RawServer(home, *args, env=env).start()
+	raw.append(server)
+	return server
+
+
+def srv_dirs(home: Path) -> list[Path]:
+	return list((home / 'state').glob('srv-*'))
+
+
+def gone(pids: set[int]) -> bool:
+	return not any(p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE)
+
+
+async def open_sessions(server: RawServer, site: str, ids: list[str]) -> set[int]:
+	async with server.client() as mcp:
+		for sid in ids:
+			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two')
+		pids = owned_processes(server.pid)
+	assert len(chromium_pids(pids)) >= len(ids)
+	return pids
+
+
+# -- the four ways a server ends --------------------------------------------------------------
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT])
+async def test_signal_closes_every_session_and_exits_promptly(raw, tmp_path: Path, site: str, sig: signal.Signals) -> None:
+	server = await start(raw, tmp_path / 'home')
+	pids = await open_sessions(server, site, ['a', 'b', 'c'])
+	started = time.monotonic()
+	os.kill(server.pid, sig)
+	code = await server.wait(15)
+	seconds = time.monotonic() - started
+	print(f'{sig.name}: exited in {seconds:.2f} s with {len(pids)} browser processes')
+	assert code is not None, 'server did not exit'
+	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5)
+	assert srv_dirs(server.home) == [], 'temporary profiles removed'
+
+
+async def test_stdin_eof_closes_every_session_and_exits(raw, tmp_path: Path, site: str) -> None:
+	server = await start(raw, tmp_path / 'home')
+	pids = await open_sessions(server, site, ['a', 'b'])
+	started = time.monotonic()
+	server.close_stdin()
+	code = await server.wait(15)
+	print(f'stdin EOF: exited in {time.monotonic() - started:.2f} s')
+	assert code == 0
+	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5)
+	assert srv_dirs(server.home) == []
+
+
+async def test_sigkill_of_the_server_takes_its_browsers_down(raw, tmp_path: Path, site: str) -> None:
+	server = await start(raw, tmp_path / 'home')
+	pids = await open_sessions(server, site, ['a', 'b', 'c'])
+	os.kill(server.pid, signal.SIGKILL)
+	await server.wait(5)
+	started = time.monotonic()
+	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5), [p for p in pids if psutil.pid_exists(p)]
+	print(f'SIGKILL: {len(pids)} browser processes gone {time.monotonic() - started:.2f} s after the server died')
+	assert srv_dirs(server.home), 'a killed server cannot clean its dirs: the next start sweeps them'
+
+
+async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_path: Path, site: str) -> None:
+	home = tmp_path / 'home'
+	state = home / 'state'
+	state.mkdir(parents=True)
+	dead = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.3)'])
+	dead_owner = Owner(dead.pid, round(psutil.Process(dead.pid).create_time(), 2))
+	dead.wait()
+
+	def chromium(owner: Owner | None, profile: Path) -> subprocess.Popen:
+		env = dict(os.environ)
+		argv = [find_chromium(), '--headless=new', '--no-sandbox', f'--user-data-dir={profile}', 'about:blank']
+		if owner is not None:
+			env[OWNER_ENV] = owner.token
+			argv.insert(1, f'{OWNER_SWITCH}={owner.token}')
+		return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+	stale_dir = state / f'srv-{dead_owner.pid}-leftover'
+	(stale_dir / 'profile').mkdir(parents=True)
+	(stale_dir / 'owner.json').write_text(json.dumps({'pid': dead_owner.pid, 'started': dead_owner.started}))
+	live_dir = state / 'srv-live-other'
+	live_dir.mkdir()
+	(live_dir / 'owner.json').write_text(json.dumps({'pid': os.getpid(), 'started': Owner.current().started}))
+
+	orphan = chromium(dead_owner, stale_dir / 'profile')
+	live_servers = chromium(Owner.current(), tmp_path / 'live-profile')
+	strangers = chromium(None, tmp_path / 'stranger-profile')
+	try:
+		assert await asyncio.to_thread(wait_until, lambda: len(psutil.Process(orphan.pid).children()) > 0, 10)
+		orphan_tree = {orphan.pid, *(c.pid for c in psutil.Process(orphan.pid).children(recursive=True))}
+		server = await start(raw, home)
+		async with server.client() as mcp:
+			await mcp.ok('browser_list_sessions')
+		assert await asyncio.to_thread(wait_until, lambda: gone(orphan_tree), 5), 'orphaned browser swept'
+		assert not stale_dir.exists(), 'dead server state dir swept'
+		assert live_dir.exists(), 'a live server dir is left alone'
+		assert live_servers.poll() is None, "a live server's browser is left alone"
+		assert strangers.poll() is None, 'an unmarked browser is left alone'
+		assert b'start-up sweep' in server.stderr
+	finally:
+		for proc in (orphan, live_servers, strangers):
+			with pytest.raises(Exception) if False else _suppress():
+				os.killpg(proc.pid, signal.SIGKILL)
+			proc.wait(5)
+
+
+class _suppress:
+	def __enter__(self) -> None:
+		return None
+
+	def __exit__(self, *exc: object) -> bool:
+		return True
+
+
+# -- expiry and lost state ----------------------------------------------------------------------
+
+
+async def test_idle_session_expires_and_the_next_call_is_told_once(raw, tmp_path: Path, site: str) -> None:
+	server = await start(raw, tmp_path / 'home', '--idle-timeout', '2')
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', session_id='idle', url=f'{site}/login?user=ann')
+		await mcp.ok('browser_navigate', session_id='busy', url=f'{site}/two')
+		pids = owned_processes(server.pid)
+		deadline = time.monotonic() + 2
+		for _ in range(8):  # keep 'busy' active while 'idle' idles out
+			await asyncio.sleep(0.5)
+			await mcp.ok('browser_get_state', session_id='busy')
+		listed = [s['session_id'] for s in (await mcp.ok('browser_list_sessions')).json()]
+		assert listed == ['busy']
+		print(f'idle session reaped; checked {time.monotonic() - deadline:.2f} s after its deadline')
+		lost = await mcp.call('browser_get_state', session_id='idle')
+		assert lost.is_error
+		for words in ('idle timeout', 'cookies', 'gone', 'same session_id'):
+			assert words in lost.text, lost.text
+		fresh = await mcp.ok('browser_navigate', session_id='idle', url=f'{site}/whoami')
+		assert fresh.text.startswith('Navigated to')
+		assert (await mcp.ok('browser_get_state', session_id='idle')).json()['title'] == 'Who: nobody'
+		assert len(chromium_pids(owned_processes(server.pid))) >= 2
+		del pids
+
+
+async def test_max_session_duration_closes_even_an_active_session(raw, tmp_path: Path, site: str) -> None:
+	server = await start(raw, tmp_path / 'home', '--max-session-duration', '3', '--idle-timeout', '0')
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', session_id='short', url=f'{site}/two')
+		info = (await mcp.ok('browser_list_sessions')).json()[0]
+		assert 0 < info['expires_in_seconds'] <= 3
+		error = None
+		for _ in range(40):
+			r = await mcp.call('browser_get_state', session_id='short')
+			if r.is_error:
+				error = r.text
+				break
+			await asyncio.sleep(0.2)
+		assert error is not None and 'maximum session duration of 3 s' in error
+
+
+async def test_a_crashed_browser_stays_inside_its_session(raw, tmp_path: Path, site: str) -> None:
+	server = await start(raw, tmp_path / 'home')
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', session_id='victim', url=f'{site}/two')
+		before = owned_processes(server.pid)
+		await mcp.ok('browser_navigate', session_id='bystander', url=f'{site}/login?user=bea')
+		bystander_pids = owned_processes(server.pid) - before
+		victim_main = next(p for p in chromium_pids(before) if any(OWNER_SWITCH in a for a in psutil.Process(p).cmdline()))
+		victim_tree = {victim_main, *(c.pid for c in psutil.Process(victim_main).children(recursive=True))}
+		victim_dirs = list((server.home / 'state').glob('srv-*/s-*'))
+		os.kill(victim_main, signal.SIGKILL)
+		assert await asyncio.to_thread(wait_until, lambda: gone(victim_tree), 5)
+		r = await mcp.call('browser_get_state', session_id='victim')
+		assert r.is_error and 'browser died' in r.text and 'signal 9' in r.text, r.text
+		assert await asyncio.to_thread(wait_until, lambda: len(list((server.home / 'state').glob('srv-*/s-*'))) == 1, 5)
+		assert len(victim_dirs) == 2
+		assert owned_processes(server.pid) >= bystander_pids, 'the other session kept its browser'
+		await mcp.ok('browser_navigate', session_id='bystander', url=f'{site}/whoami')
+		assert (await mcp.ok('browser_get_state', session_id='bystander')).json()['title'] == 'Who: bea'
+		again = await mcp.ok('browser_navigate', session_id='victim', url=f'{site}/two')
+		assert again.text == f'Navigated to: {site}/two'
+
+
+async def test_session_limit_refuses_creation_and_leaves_others_untouched(raw, tmp_path: Path, site: str) -> None:
+	server = await start(raw, tmp_path / 'home', '--max-sessions', '2')
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', session_id='one', url=f'{site}/two')
+		await mcp.ok('browser_navigate', session_id='two', url=f'{site}/two')
+		r = await mcp.call('browser_navigate', session_id='three', url=f'{site}/two')
+		assert r.is_error and '--max-sessions 2' in r.text and 'browser_close_session' in r.text
+		assert [s['session_id'] for s in (await mcp.ok('browser_list_sessions')).json()] == ['one', 'two']
+		await mcp.ok('browser_close_session', session_id='one')
+		await mcp.ok('browser_navigate', session_id='three', url=f'{site}/two')
+
+
+async def test_browser_that_fails_to_start_reports_why_and_is_not_cached(raw, tmp_path: Path, site: str) -> None:
+	flag = tmp_path / 'works'
+	script = tmp_path / 'flaky-chromium'
+	script.write_text(
+		f'#!/bin/sh\nif [ ! -e {flag} ]; then echo "FATAL: flaky test browser refuses to start" >&2; exit 3; fi\n'
+		f'exec {find_chromium()} "$@"\n'
+	)
+	script.chmod(0o755)
+	home = tmp_path / 'home'
+	server = await start(raw, home, env=server_env(home, BROWSER_USE_MCP_CHROMIUM=str(script)))
+	async with server.client() as mcp:
+		r = await mcp.call('browser_navigate', session_id='s', url=f'{site}/two')
+		assert r.is_error and 'flaky test browser refuses to start' in r.text and 'exit status 3' in r.text, r.text
+		assert (await mcp.ok('browser_list_sessions')).text == 'No active browser sessions'
+		assert list((home / 'state').glob('srv-*/s-*')) == [], 'no directory kept for a failed start'
+		flag.touch()
+		await mcp.ok('browser_navigate', session_id='s', url=f'{site}/two')
+
+
+async def test_close_all_racing_in_flight_calls_neither_deadlocks_nor_leaks(raw, tmp_path: Path, site: str) -> None:
+	server = await start(raw, tmp_path / 'home')
+	async with server.client() as mcp:
+		ids = [f'r{i}' for i in range(5)]
+		await asyncio.gather(*(mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two') for sid in ids))
+		pids = owned_processes(server.pid)
+		slow = [
+			asyncio.create_task(mcp.call('browser_navigate', session_id=sid, url=f'{site}/slow?s=4')) for sid in ids[:3]
+		] + [
+			asyncio.create_task(mcp.call('browser_evaluate', session_id=sid, expression='new Promise(r => setTimeout(r, 4000))'))
+			for sid in ids[3:]
+		]
+		await asyncio.sleep(0.4)
+		started = time.monotonic()
+		closed = await asyncio.wait_for(mcp.ok('browser_close_all'), 15)
+		print(f'close_all with 5 calls in flight: {time.monotonic() - started:.2f} s')
+		assert closed.structured == {'closed': 5}
+		results = await asyncio.wait_for(asyncio.gather(*slow), 15)
+		assert all(r.is_error and 'closed' in r.text for r in results), [r.text for r in results]
+		assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5)
+		await mcp.ok('browser_navigate', session_id='r0', url=f'{site}/two')
