@@ -1,0 +1,396 @@
+"""``browser-use-mcp doctor``: is this machine ready to serve browsers, and if not, what to do.
+
+Each check is a plain function returning a ``Check`` (so tests can feed it a broken setup);
+``run_checks`` strings them together the way the server would meet them at start-up. Nothing
+here changes the machine: directories are probed, not created, and the one browser launched
+runs headless on a throw-away profile and is killed before the report is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from browser_use_mcp import __version__
+from browser_use_mcp.browser import find_chromium, profile_lock_owner
+from browser_use_mcp.config import ServerConfig
+
+Status = Literal['ok', 'warn', 'fail', 'skip']
+LAUNCH_TIMEOUT = 30.0
+CONFIGURED_BROWSER = "--chromium, BROWSER_USE_MCP_CHROMIUM or config.json's executable_path"
+
+
+@dataclass(frozen=True)
+class Check:
+	"""One finding: ``fail`` means the server cannot work, ``warn`` that a feature will not."""
+
+	name: str
+	status: Status
+	summary: str
+	fix: str | None = None
+
+
+# -- the browser ---------------------------------------------------------------------------
+
+
+def chromium_version(executable: str, timeout: float = 15.0) -> str | None:
+	"""What ``--version`` prints (Debian's wrapper script answers it too), or None."""
+	try:
+		done = subprocess.run(
+			[executable, '--version'], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+		)
+	except (OSError, subprocess.SubprocessError):
+		return None
+	lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+	return lines[-1] if done.returncode == 0 and lines else None
+
+
+def check_chromium(configured: str | None) -> Check:
+	"""The browser binary the server would use, and its version."""
+	found = find_chromium(configured)
+	if found is None:
+		if configured:
+			return Check(
+				'Chromium',
+				'fail',
+				f'the configured browser {configured} does not exist or is not a file',
+				f'Fix the path given by {CONFIGURED_BROWSER}, or remove it to use the Chromium found on PATH.',
+			)
+		return Check(
+			'Chromium',
+			'fail',
+			'no Chromium or Chrome found',
+			'Install it: ./scripts/setup.sh does (Debian/Ubuntu: apt-get install chromium; macOS: install Google Chrome), '
+			'or set BROWSER_USE_MCP_CHROMIUM to the browser binary.',
+		)
+	version = chromium_version(found)
+	if version is None:
+		return Check(
+			'Chromium',
+			'warn',
+			f'{found} (it did not answer --version)',
+			f'Check that {found} runs: `{found} --version`. The launch check below shows whether it can start.',
+		)
+	return Check('Chromium', 'ok', f'{found} ({version})')
+
+
+def _devtools_product(cdp_url: str) -> str | None:
+	"""The running browser's own name for itself, over loopback, never through a proxy."""
+	opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+	try:
+		with opener.open(cdp_url + 'json/version', timeout=5) as response:
+			return json.loads(response.read().decode()).get('Browser')
+	except (OSError, ValueError):
+		return None
+
+
+def launch_fix(message: str, executable: str) -> str:
+	"""Turn Chromium's own complaint into the step most likely to fix it."""
+	text = message.lower()
+	if 'no usable sandbox' in text or 'setuid sandbox' in text:
+		return (
+			'Chromium could not set up its sandbox. Run the server as a normal user, or enable unprivileged user '
+			'namespaces (sysctl kernel.unprivileged_userns_clone=1); as a last resort set "chromium_sandbox": false '
+			"in config.json's browser profile."
+		)
+	if 'error while loading shared libraries' in text:
+		return 'Chromium is missing system libraries: install the distribution package (apt-get install chromium).'
+	if 'missing x server' in text or 'cannot open display' in text:
+		return 'Chromium wants a display: run headless (the default without one) or under xvfb-run.'
+	if 'socket path too long' in text:
+		return (
+			'Chromium puts a socket under TMPDIR and the path is too long for a Unix socket (107 bytes): start the '
+			'server with a short TMPDIR, e.g. TMPDIR=/tmp.'
+		)
+	if 'singleton' in text or 'profile' in text and 'in use' in text:
+		return 'Another Chromium holds the profile: close it, or use a named session (each has its own profile).'
+	if 'did not open its devtools endpoint' in text:
+		return 'The machine may be overloaded or Chromium hangs at start-up; retry, and check `top` for stuck browsers.'
+	return (
+		f'Run it by hand to see its full output: `{executable} --headless=new --dump-dom about:blank`; or point '
+		'BROWSER_USE_MCP_CHROMIUM at another Chrome/Chromium.'
+	)
+
+
+async def check_launch(
+	executable: str | None, profile_base: Mapping[str, Any] | None = None, timeout: float = LAUNCH_TIMEOUT
+) -> Check:
+	"""Start the browser exactly as a session would (same launcher, flags and profile settings),
+	headless and on a throw-away profile, then end it."""
+	from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, build_profile, chromium_args
+	from browser_use_mcp.errors import BrowserStartFailed
+
+	name = 'Chromium launch'
+	if not executable:
+		return Check(name, 'skip', 'no browser to launch')
+	root = Path(tempfile.mkdtemp(prefix='browser-use-mcp-doctor-'))
+	dirs = SessionDirs(profile=root / 'profile', downloads=root / 'downloads', files=root / 'files', root=root)
+	try:
+		for path in (dirs.profile, dirs.downloads, dirs.files):
+			path.mkdir(mode=0o700)
+		try:
+			profile = build_profile(dict(profile_base or {}), dirs, headless=True)
+		except Exception as exc:
+			return Check(
+				name,
+				'fail',
+				f"config.json's browser profile is not valid: {str(exc).splitlines()[0]}",
+				'Fix or remove the offending key in the browser_profile entry of config.json '
+				'(BROWSER_USE_CONFIG_DIR, default ~/.config/browseruse).',
+			)
+		started = time.monotonic()
+		try:
+			chromium = await ChromiumProcess.launch(executable, chromium_args(profile), dirs.profile, Owner.current(), timeout)
+		except BrowserStartFailed as exc:
+			return Check(name, 'fail', exc.message, launch_fix(exc.message, executable))
+		try:
+			ready = time.monotonic() - started
+			product = await asyncio.to_thread(_devtools_product, chromium.cdp_url) or 'browser'
+		finally:
+			await chromium.kill()
+		return Check(name, 'ok', f'{product}, headless, DevTools ready in {ready:.1f} s')
+	finally:
+		dirs.remove()
+
+
+# -- the machine ---------------------------------------------------------------------------
+
+
+def has_display(env: Mapping[str, str]) -> bool:
+	return sys.platform in ('darwin', 'win32') or bool(env.get('DISPLAY') or env.get('WAYLAND_DISPLAY'))
+
+
+def check_display(headless: bool, env: Mapping[str, str] | None = None) -> Check:
+	"""Headed mode needs a screen; headless needs nothing."""
+	env = os.environ if env is None else env
+	display = env.get('WAYLAND_DISPLAY') or env.get('DISPLAY') or ''
+	if headless:
+		extra = f'; a display ({display}) is present, --headed would show the windows' if display else ''
+		return Check('display', 'ok', f'headless mode, no display needed{extra}')
+	if has_display(env):
+		return Check('display', 'ok', f'headed mode on display {display or "(system)"}')
+	return Check(
+		'display',
+		'fail',
+		'headed mode was chosen (--headed, BROWSER_USE_HEADLESS=false or config.json "headless": false) but there is '
+		'no display (DISPLAY and WAYLAND_DISPLAY are unset): every session would fail to start',
+		'Drop --headed / set BROWSER_USE_HEADLESS=true, or give it a virtual display: xvfb-run browser-use-mcp',
+	)
+
+
+def check_profile_lock(profile: Path) -> Check:
+	"""Whether another browser holds the persistent profile the default session would use."""
+	import psutil
+
+	name = 'profile lock'
+	if not profile.exists():
+		return Check(name, 'ok', f'{profile} does not exist yet (created on first use)')
+	pid = profile_lock_owner(profile)
+	if pid is None:
+		return Check(name, 'ok', f'{profile} is not locked')
+	who = f'PID {pid}'
+	try:
+		proc = psutil.Process(pid)
+		who += f' ({proc.name()}, started {time.strftime("%Y-%m-%d %H:%M", time.localtime(proc.create_time()))})'
+	except psutil.Error:
+		host = _lock_host(profile)
+		if host and host != socket.gethostname():
+			who += f' on host {host}'
+	return Check(
+		name,
+		'warn',
+		f'{profile} is locked by {who}: the default session will use a temporary profile (no saved logins)',
+		f'Close that browser (e.g. `kill {pid}`) to give the default session this profile back. Named sessions are '
+		'not affected: each has its own fresh profile anyway.',
+	)
+
+
+def _lock_host(profile: Path) -> str | None:
+	try:
+		return os.readlink(profile / 'SingletonLock').rpartition('-')[0] or None
+	except OSError:
+		return None
+
+
+def writable_problem(path: Path) -> str | None:
+	"""Why ``path`` cannot be used as a directory we write to, or None. Probes, creates nothing
+	that stays: the nearest existing ancestor must be a directory that takes a file."""
+	target = path
+	while not target.exists() and target.parent != target:
+		target = target.parent
+	if not target.is_dir():
+		return f'{target} is not a directory'
+	try:
+		with tempfile.TemporaryFile(dir=target):
+			pass
+	except OSError as exc:
+		return f'{target} is not writable ({exc.strerror or exc})'
+	return None
+
+
+def check_writable(name: str, path: Path, *, required: bool, fix: str) -> Check:
+	problem = writable_problem(path)
+	if problem is None:
+		state = 'writable' if path.exists() else 'will be created'
+		return Check(name, 'ok', f'{path} ({state})')
+	return Check(name, 'fail' if required else 'warn', f'{path}: {problem}', fix)
+
+
+def check_state_dirs(config: ServerConfig) -> list[Check]:
+	"""Every directory the server writes to; only the state dir is essential."""
+	return [
+		check_writable(
+			'state directory',
+			config.state_dir,
+			required=True,
+			fix='Temporary profiles live here. Point --state-dir (or BROWSER_USE_MCP_STATE_DIR) at a writable directory.',
+		),
+		check_writable(
+			'default profile dir',
+			config.default_user_data_dir,
+			required=False,
+			fix="Fix its permissions or set user_data_dir in config.json's browser profile; meanwhile the default "
+			'session uses a temporary profile.',
+		),
+		check_writable(
+			'downloads dir',
+			config.default_downloads_dir,
+			required=False,
+			fix="The default session's downloads go here: fix its permissions or set downloads_path in config.json.",
+		),
+		check_writable(
+			'files dir',
+			config.default_files_dir,
+			required=False,
+			fix="The default session's FileSystem lives here: fix its permissions or set file_system_path in config.json.",
+		),
+	]
+
+
+# -- the software --------------------------------------------------------------------------
+
+
+def check_llm(settings: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Check:
+	"""Which model the extraction and agent tools would use; never prints a key."""
+	from browser_use_mcp.llm import PROVIDERS, describe
+
+	env = os.environ if env is None else env
+	name = 'LLM (agent tools)'
+	provider, problem = describe(settings, env)
+	if problem:
+		return Check(
+			name,
+			'warn',
+			'browser_extract_content and retry_with_browser_use_agent will return an error; every other tool works',
+			problem,
+		)
+	if provider == 'factory':
+		return Check(name, 'ok', f'from BROWSER_USE_MCP_LLM_FACTORY={env.get("BROWSER_USE_MCP_LLM_FACTORY")}')
+	default = PROVIDERS[provider].default_model if provider in PROVIDERS else '?'
+	model = settings.get('model') or env.get('BROWSER_USE_LLM_MODEL') or default
+	return Check(name, 'ok', f'{provider}, model {model}')
+
+
+_PIN = re.compile(r'^\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s;,]+)')
+
+
+def pinned_versions() -> dict[str, str]:
+	"""What this package was tested with (its exact pins), if it is installed as a package."""
+	try:
+		requirements = metadata.requires('browser-use-mcp') or []
+	except metadata.PackageNotFoundError:
+		return {}
+	pins = {}
+	for requirement in requirements:
+		match = _PIN.match(requirement)
+		if match and 'extra ==' not in requirement:
+			pins[match.group(1).lower()] = match.group(2)
+	return pins
+
+
+def check_versions(pins: Mapping[str, str] | None = None) -> list[Check]:
+	pins = pinned_versions() if pins is None else pins
+	checks = []
+	for dist in ('browser-use', 'mcp'):
+		try:
+			installed = metadata.version(dist)
+		except metadata.PackageNotFoundError:
+			checks.append(Check(dist, 'fail', 'not installed', 'Install the dependencies: ./scripts/setup.sh'))
+			continue
+		wanted = pins.get(dist)
+		if wanted and wanted != installed:
+			checks.append(
+				Check(
+					dist,
+					'warn',
+					f'{installed} installed, but this release is tested with {wanted}',
+					'Reinstall the tested versions: ./scripts/setup.sh (or pip install -e . in the project).',
+				)
+			)
+		else:
+			checks.append(Check(dist, 'ok', installed))
+	return checks
+
+
+# -- the report ----------------------------------------------------------------------------
+
+
+def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launch: bool = True) -> list[Check]:
+	"""All checks in the order the server meets them."""
+	env = os.environ if env is None else env
+	browser = check_chromium(config.executable_path)
+	checks = [browser]
+	if launch:
+		executable = find_chromium(config.executable_path) if browser.status != 'fail' else None
+		checks.append(asyncio.run(check_launch(executable, config.browser_profile)))
+	checks.append(check_display(config.headless, env))
+	checks.append(check_profile_lock(config.default_user_data_dir))
+	checks.extend(check_state_dirs(config))
+	checks.append(check_llm(config.llm, env))
+	checks.extend(check_versions())
+	return checks
+
+
+def exit_code(checks: list[Check]) -> int:
+	"""Non-zero exactly when the server cannot work; warnings cost features, not the server."""
+	return 1 if any(c.status == 'fail' for c in checks) else 0
+
+
+def format_report(checks: list[Check]) -> str:
+	width = max(len(c.name) for c in checks)
+	lines = [
+		f'browser-use-mcp doctor (browser-use-mcp {__version__}, Python {platform.python_version()}, {sys.platform})',
+		'',
+	]
+	for check in checks:
+		lines.append(f'  {check.status:<4}  {check.name:<{width}}  {check.summary}')
+		if check.fix and check.status in ('warn', 'fail'):
+			lines.append(f'  {"":<4}  {"":<{width}}  fix: {check.fix}')
+	failures = sum(c.status == 'fail' for c in checks)
+	warnings = sum(c.status == 'warn' for c in checks)
+	lines.append('')
+	if failures:
+		lines.append(f'The server cannot work here yet: {failures} problem(s), {warnings} warning(s). Apply the fixes above.')
+	else:
+		lines.append(f'The server can run: no problems, {warnings} warning(s).')
+	return '\n'.join(lines)
+
+
+def run_doctor(config: ServerConfig, out: TextIO | None = None, env: Mapping[str, str] | None = None) -> int:
+	checks = run_checks(config, env)
+	print(format_report(checks), file=out or sys.stdout)
+	return exit_code(checks)

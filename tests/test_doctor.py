@@ -1,0 +1,206 @@
+"""doctor's checks, each in the case it passes and the case it must catch; and Chromium's own
+words reaching the user, both in doctor's report and in a real tool error from the server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.doctor import (
+	Check,
+	check_chromium,
+	check_display,
+	check_launch,
+	check_llm,
+	check_profile_lock,
+	check_versions,
+	check_writable,
+	exit_code,
+	format_report,
+	run_checks,
+	run_doctor,
+)
+from tests.support import REPO, owned_processes, running_server, server_env, wait_until
+
+REASON = 'fake-chromium: cannot open /dev/dri/card0: permission denied'
+
+
+@pytest.fixture
+def broken_chromium(tmp_path: Path) -> str:
+	"""A 'browser' that explains itself on stderr and exits 1, as a broken Chromium does."""
+	script = tmp_path / 'broken-chromium'
+	script.write_text(f'#!/bin/sh\necho "{REASON}" >&2\nexit 1\n')
+	script.chmod(0o755)
+	return str(script)
+
+
+def config_in(tmp_path: Path, **overrides: object) -> ServerConfig:
+	"""A configuration whose every directory is inside tmp_path (nothing of the user's is probed)."""
+	values: dict[object, object] = dict(
+		state_dir=tmp_path / 'state',
+		default_user_data_dir=tmp_path / 'profiles' / 'default',
+		default_downloads_dir=tmp_path / 'downloads',
+		default_files_dir=tmp_path / 'files',
+		headless=True,
+	)
+	values.update(overrides)
+	return ServerConfig(**values)  # type: ignore[arg-type]
+
+
+# -- the whole report ----------------------------------------------------------------------
+
+
+def test_all_checks_pass_on_a_working_machine(tmp_path: Path) -> None:
+	checks = run_checks(config_in(tmp_path), env={})
+	by_name = {c.name: c for c in checks}
+	assert [c for c in checks if c.status == 'fail'] == []
+	assert by_name['Chromium'].status == 'ok'
+	assert by_name['Chromium launch'].status == 'ok'
+	assert 'DevTools ready' in by_name['Chromium launch'].summary
+	assert by_name['LLM (agent tools)'].status == 'warn'  # env={} has no key: a warning, not a failure
+	assert exit_code(checks) == 0
+	assert not (tmp_path / 'state').exists(), 'doctor probes directories, it does not create them'
+	assert not (tmp_path / 'profiles').exists()
+
+
+def test_missing_browser_fails_the_report(tmp_path: Path) -> None:
+	config = config_in(tmp_path, executable_path=str(tmp_path / 'no-such-chrome'))
+	out = _Out()
+	assert run_doctor(config, out=out, env={}) == 1
+	report = out.text
+	assert 'fail  Chromium ' in report
+	assert 'BROWSER_USE_MCP_CHROMIUM' in report
+	assert 'skip  Chromium launch' in report
+	assert 'cannot work here yet' in report
+
+
+def test_doctor_command_exit_codes(tmp_path: Path) -> None:
+	env = server_env(tmp_path / 'home')
+	bad = subprocess.run(
+		[sys.executable, '-m', 'browser_use_mcp', 'doctor', '--chromium', str(tmp_path / 'nope')],
+		capture_output=True,
+		text=True,
+		env=env,
+		cwd=REPO,
+		timeout=120,
+	)
+	assert bad.returncode == 1, bad.stdout + bad.stderr
+	assert 'fix:' in bad.stdout
+	good = subprocess.run(
+		[sys.executable, '-m', 'browser_use_mcp', 'doctor'], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+	)
+	assert good.returncode == 0, good.stdout + good.stderr
+	assert 'The server can run' in good.stdout
+
+
+class _Out:
+	def __init__(self) -> None:
+		self.text = ''
+
+	def write(self, text: str) -> int:
+		self.text += text
+		return len(text)
+
+	def flush(self) -> None:
+		pass
+
+
+# -- one check at a time -------------------------------------------------------------------
+
+
+def test_chromium_found_and_versioned() -> None:
+	check = check_chromium(None)
+	assert check.status == 'ok', check
+	assert any(ch.isdigit() for ch in check.summary)
+
+
+def test_chromium_configured_but_missing(tmp_path: Path) -> None:
+	check = check_chromium(str(tmp_path / 'chrome'))
+	assert check.status == 'fail'
+	assert check.fix and 'BROWSER_USE_MCP_CHROMIUM' in check.fix
+
+
+async def test_launch_failure_reports_chromiums_own_reason(broken_chromium: str) -> None:
+	check = await check_launch(broken_chromium)
+	assert check.status == 'fail'
+	assert REASON in check.summary
+	assert 'exit status 1' in check.summary
+	assert check.fix
+
+
+async def test_launch_without_browser_is_skipped() -> None:
+	assert (await check_launch(None)).status == 'skip'
+
+
+def test_display() -> None:
+	assert check_display(True, {}).status == 'ok'
+	if sys.platform.startswith('linux'):
+		headed = check_display(False, {})
+		assert headed.status == 'fail'
+		assert headed.fix and '--headed' in headed.fix
+	assert check_display(False, {'DISPLAY': ':0'}).status == 'ok'
+
+
+def test_profile_lock(tmp_path: Path) -> None:
+	profile = tmp_path / 'default'
+	assert check_profile_lock(profile).status == 'ok'  # does not exist yet
+	profile.mkdir()
+	assert check_profile_lock(profile).status == 'ok'
+	os.symlink(f'{socket.gethostname()}-{os.getpid()}', profile / 'SingletonLock')  # as Chromium writes it
+	locked = check_profile_lock(profile)
+	assert locked.status == 'warn'
+	assert f'PID {os.getpid()}' in locked.summary
+	assert locked.fix and f'kill {os.getpid()}' in locked.fix
+
+
+def test_writable(tmp_path: Path) -> None:
+	assert check_writable('x', tmp_path / 'new' / 'dir', required=True, fix='f').status == 'ok'
+	assert not (tmp_path / 'new').exists(), 'probing must not create directories'
+	blocker = tmp_path / 'a-file'
+	blocker.write_text('')
+	required = check_writable('state', blocker / 'state', required=True, fix='point it elsewhere')
+	assert required.status == 'fail' and required.fix == 'point it elsewhere'
+	assert 'not a directory' in required.summary
+	assert check_writable('downloads', blocker / 'dl', required=False, fix='f').status == 'warn'
+
+
+def test_llm_key() -> None:
+	missing = check_llm({}, {})
+	assert missing.status == 'warn'
+	assert missing.fix and 'OPENAI_API_KEY' in missing.fix
+	present = check_llm({}, {'OPENAI_API_KEY': 'sk-test-secret-123'})
+	assert present.status == 'ok' and 'openai' in present.summary
+	assert 'sk-test-secret-123' not in present.summary
+
+
+def test_versions() -> None:
+	assert all(c.status == 'ok' for c in check_versions()), check_versions()
+	drift = check_versions({'mcp': '0.0.1'})
+	assert {c.name: c.status for c in drift}['mcp'] == 'warn'
+
+
+def test_exit_code_and_report_only_fail_on_failures() -> None:
+	warn = [Check('a', 'ok', 'fine'), Check('b', 'warn', 'meh', 'do x')]
+	assert exit_code(warn) == 0
+	assert 'fix: do x' in format_report(warn)
+	assert exit_code([*warn, Check('c', 'fail', 'broken', 'do y')]) == 1
+
+
+# -- Chromium's reason in a real tool error ------------------------------------------------
+
+
+async def test_tool_error_carries_chromiums_reason(tmp_path: Path, broken_chromium: str) -> None:
+	home = tmp_path / 'home'
+	env = server_env(home, BROWSER_USE_MCP_CHROMIUM=broken_chromium)
+	async with running_server(home, env=env) as server:
+		result = await server.call('browser_navigate', url='http://127.0.0.1:9/', session_id='doomed')
+		assert result.is_error
+		assert REASON in result.text, result.text
+		pid = server.pid
+	assert wait_until(lambda: not owned_processes(pid), timeout=10)
