@@ -1,0 +1,1 @@
+"""Stand-ins for outside services the tests must not reach (LLM providers)."""
