@@ -1,0 +1,490 @@
+"""Benchmarks: ``.venv/bin/python -m benchmarks.run [--quick] [--only a,b,...] [--max-sessions-probe N]``.
+
+Sections (all through real MCP clients over stdio, real headless Chromium, pages on 127.0.0.1):
+
+  a  cross-session blocking: B's navigation alone, and while A loads a slow page (with and
+     without per-bus locks)
+  b  N = 1, 2, 4, 8 agents running navigate, get_state, click link, get_state, go_back: one of
+     our servers vs N upstream servers side by side; wall time and PSS
+  c  session acquire latency: cold, with --prewarm, and upstream's spawn-to-first-navigate
+  d  warm per-tool latency vs upstream (navigate, get_state, click, screenshot) and our
+     routing overhead per call (in process)
+  e  the most concurrent sessions one server holds without error (slow; capped)
+  f  memory of one session's Chromium tree with and without our process-saving launch flags
+     (in a separate process driving the registry directly, not over MCP)
+
+Prints markdown tables and writes every raw number to benchmarks/results/<time>.json.
+Timings here are measurements, never pass/fail: run on a quiet machine for figures to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from benchmarks.common import Memory, Server, machine, mb, median_ms, memory_of, ratio, server, servers, table
+
+RESULTS = Path(__file__).resolve().parent / 'results'
+SECTIONS = 'abcdef'
+
+
+def find_index(state_text: str, text: str) -> int:
+	state = json.loads(state_text)
+	return next(e['index'] for e in state['interactive_elements'] if e.get('text') == text)
+
+
+# -- (a) cross-session blocking ------------------------------------------------------------------
+
+
+async def bench_blocking(site: str, quick: bool) -> dict[str, Any]:
+	slow_s = 3 if quick else 4
+	repeats = 3 if quick else 5
+	out: dict[str, Any] = {'slow_page_seconds': slow_s, 'modes': {}}
+	for mode, env in (
+		('per-bus locks (default)', {}),
+		('global lock (patch off)', {'BROWSER_USE_MCP_PARALLEL_EVENT_BUSES': 'false'}),
+	):
+		async with server('ours', env_extra=env) as srv:
+			await srv.ok('browser_navigate', session_id='A', url=f'{site}/')
+			await srv.ok('browser_navigate', session_id='B', url=f'{site}/')
+			alone = []
+			for i in range(repeats):
+				alone.append((await srv.ok('browser_navigate', session_id='B', url=f'{site}/{"two" if i % 2 else ""}'))[1])
+			during = []
+			for i in range(repeats):
+				slow = asyncio.create_task(srv.ok('browser_navigate', session_id='A', url=f'{site}/slow?s={slow_s}'))
+				await asyncio.sleep(0.3)
+				during.append((await srv.ok('browser_navigate', session_id='B', url=f'{site}/{"two" if i % 2 else ""}'))[1])
+				state_b = json.loads((await srv.ok('browser_get_state', session_id='B'))[0])
+				await slow
+				state_a = json.loads((await srv.ok('browser_get_state', session_id='A'))[0])
+				assert state_a['title'] == 'Slow' and state_b['title'] in ('Home Page', 'Page Two'), (state_a, state_b)
+			out['modes'][mode] = {
+				'alone_ms': [round(t * 1000, 1) for t in alone],
+				'during_ms': [round(t * 1000, 1) for t in during],
+				'alone_p50_ms': median_ms(alone),
+				'during_p50_ms': median_ms(during),
+				'ratio': ratio(statistics.median(during), statistics.median(alone)),
+			}
+	return out
+
+
+def show_blocking(r: dict[str, Any]) -> str:
+	rows = [[m, v['alone_p50_ms'], v['during_p50_ms'], v['ratio']] for m, v in r['modes'].items()]
+	return table(
+		f"(a) Cross-session blocking: B's navigation while A loads a {r['slow_page_seconds']} s page",
+		['mode', 'B alone p50 (ms)', 'B during A p50 (ms)', 'ratio'],
+		rows,
+	)
+
+
+# -- (b) N agents, 5-step workflow ---------------------------------------------------------------
+
+
+async def workflow(srv: Server, site: str, sid: str | None) -> list[float]:
+	"""navigate, get_state, click the link, get_state, go_back; each step's latency."""
+	kw = {'session_id': sid} if sid else {}
+	steps = []
+	_, t = await srv.ok('browser_navigate', url=f'{site}/', **kw)
+	steps.append(t)
+	text, t = await srv.ok('browser_get_state', **kw)
+	steps.append(t)
+	_, t = await srv.ok('browser_click', index=find_index(text, 'Go to two'), **kw)
+	steps.append(t)
+	text, t = await srv.ok('browser_get_state', **kw)
+	steps.append(t)
+	assert json.loads(text)['url'] == f'{site}/two', text[:200]  # upstream's title lags; its URL does not
+	_, t = await srv.ok('browser_go_back', **kw)
+	steps.append(t)
+	return steps
+
+
+async def bench_agents(site: str, quick: bool, counts: list[int]) -> dict[str, Any]:
+	out: dict[str, Any] = {'runs': []}
+	for n in counts:
+		async with server('ours') as srv:
+			started = time.perf_counter()
+			steps = await asyncio.gather(*(workflow(srv, site, f'agent-{i}') for i in range(n)))
+			wall = time.perf_counter() - started
+			ours_mem = memory_of(srv.tree())
+			ours_server = memory_of(srv.tree()[:1])
+		async with servers(n, 'upstream') as upstream:
+			started = time.perf_counter()
+			up_steps = await asyncio.gather(*(workflow(s, site, None) for s in upstream))
+			up_wall = time.perf_counter() - started
+			up_mem = Memory()
+			for s in upstream:
+				up_mem += memory_of(s.tree())
+		out['runs'].append(
+			{
+				'n': n,
+				'ours': {
+					'wall_s': round(wall, 2),
+					**ours_mem.mb(),
+					'server_python_pss_mb': mb(ours_server.pss),
+					'steps_ms': _ms(steps),
+				},
+				'upstream': {'wall_s': round(up_wall, 2), **up_mem.mb(), 'steps_ms': _ms(up_steps)},
+				'wall_ratio': ratio(wall, up_wall),
+				'pss_ratio': ratio(ours_mem.pss, up_mem.pss),
+			}
+		)
+	return out
+
+
+def _ms(steps: list[list[float]]) -> list[list[float]]:
+	return [[round(t * 1000, 1) for t in agent] for agent in steps]
+
+
+def show_agents(r: dict[str, Any]) -> str:
+	rows = []
+	for run in r['runs']:
+		n, o, u = run['n'], run['ours'], run['upstream']
+		rows.append(
+			[
+				n,
+				o['wall_s'],
+				u['wall_s'],
+				run['wall_ratio'],
+				o['pss_mb'],
+				u['pss_mb'],
+				run['pss_ratio'],
+				round(o['pss_mb'] / n, 1),
+				round(u['pss_mb'] / n, 1),
+			]
+		)
+	return table(
+		'(b) N agents x 5-step workflow (navigate, get_state, click link, get_state, go_back): one server vs N upstream servers',
+		[
+			'N',
+			'ours wall (s)',
+			'upstream wall (s)',
+			'wall ratio',
+			'ours PSS (MB)',
+			'upstream PSS (MB)',
+			'PSS ratio',
+			'ours PSS/agent',
+			'upstream PSS/agent',
+		],
+		rows,
+	)
+
+
+# -- (c) acquire latency -------------------------------------------------------------------------
+
+
+async def bench_acquire(site: str, quick: bool) -> dict[str, Any]:
+	repeats = 3 if quick else 7
+	out: dict[str, Any] = {}
+	for label, args in (('cold', ()), ('prewarm 2', ('--prewarm', '2'))):
+		create, first_nav = [], []
+		async with server('ours', *args) as srv:
+			for _ in range(repeats):
+				if args:
+					await wait_for_roots(srv, 2)
+				else:
+					await asyncio.sleep(1.0)  # let the previous session's teardown finish
+				started = time.perf_counter()
+				text, _ = await srv.ok('browser_create_session')
+				create.append(time.perf_counter() - started)
+				sid = json.loads(text)['session_id']
+				await srv.ok('browser_navigate', session_id=sid, url=f'{site}/')
+				first_nav.append(time.perf_counter() - started)
+				await srv.ok('browser_close_session', session_id=sid)
+		out[label] = {
+			'create_ms': [round(t * 1000, 1) for t in create],
+			'create_p50_ms': median_ms(create),
+			'create_to_first_navigate_p50_ms': median_ms(first_nav),
+		}
+	spawn = []
+	for _ in range(2 if quick else 3):
+		started = time.perf_counter()
+		async with server('upstream') as srv:
+			await srv.ok('browser_navigate', url=f'{site}/')
+			spawn.append(time.perf_counter() - started)
+	ours_spawn = []
+	for _ in range(2 if quick else 3):
+		started = time.perf_counter()
+		async with server('ours') as srv:
+			await srv.ok('browser_navigate', url=f'{site}/')
+			ours_spawn.append(time.perf_counter() - started)
+	out['upstream spawn to first navigate'] = {'p50_ms': median_ms(spawn), 'ms': [round(t * 1000) for t in spawn]}
+	out['ours spawn to first navigate'] = {'p50_ms': median_ms(ours_spawn), 'ms': [round(t * 1000) for t in ours_spawn]}
+	return out
+
+
+async def wait_for_roots(srv: Server, count: int, timeout: float = 120) -> None:
+	deadline = time.monotonic() + timeout
+	while srv.browser_roots() < count:
+		if time.monotonic() > deadline:
+			raise RuntimeError(f'the pool never held {count} browsers')
+		await asyncio.sleep(0.2)
+	await asyncio.sleep(0.5)  # let the last launch's start-up work finish
+
+
+def show_acquire(r: dict[str, Any]) -> str:
+	rows = [
+		['ours, cold', r['cold']['create_p50_ms'], r['cold']['create_to_first_navigate_p50_ms']],
+		['ours, --prewarm 2', r['prewarm 2']['create_p50_ms'], r['prewarm 2']['create_to_first_navigate_p50_ms']],
+		['ours, server spawn to first navigate', '', r['ours spawn to first navigate']['p50_ms']],
+		['upstream, server spawn to first navigate', '', r['upstream spawn to first navigate']['p50_ms']],
+	]
+	return table(
+		'(c) Session acquire latency', ['case', 'browser_create_session p50 (ms)', 'to first navigate done p50 (ms)'], rows
+	)
+
+
+# -- (d) warm per-tool latency -------------------------------------------------------------------
+
+
+async def tool_latencies(srv: Server, site: str, repeats: int) -> dict[str, list[float]]:
+	kw = {'session_id': 'warm'} if srv.kind == 'ours' else {}
+	await srv.ok('browser_navigate', url=f'{site}/', **kw)
+	text, _ = await srv.ok('browser_get_state', **kw)
+	button = find_index(text, 'Press me')
+	await srv.ok('browser_click', index=button, **kw)
+	await srv.ok('browser_screenshot', **kw)
+	times: dict[str, list[float]] = {'navigate': [], 'get_state': [], 'click': [], 'screenshot': []}
+	for i in range(repeats):
+		times['navigate'].append((await srv.ok('browser_navigate', url=f'{site}/{"two" if i % 2 else ""}', **kw))[1])
+	await srv.ok('browser_navigate', url=f'{site}/', **kw)
+	text, _ = await srv.ok('browser_get_state', **kw)
+	button = find_index(text, 'Press me')
+	for _ in range(repeats):
+		times['get_state'].append((await srv.ok('browser_get_state', **kw))[1])
+	for _ in range(repeats):
+		times['click'].append((await srv.ok('browser_click', index=button, **kw))[1])
+	for _ in range(repeats):
+		times['screenshot'].append((await srv.ok('browser_screenshot', **kw))[1])
+	return times
+
+
+async def routing_overhead(repeats: int = 2000) -> dict[str, float]:
+	"""What the registry adds to a call (argument check, id check, lookup, session lock, task),
+	measured in process around a no-op handler."""
+	from browser_use_mcp.config import ServerConfig
+	from browser_use_mcp.sessions import SessionRegistry, SessionState
+	from browser_use_mcp.tools.base import Call, NoArgs, session_tool
+
+	@session_tool('noop', 'does nothing', NoArgs)
+	async def noop(state: Any, args: NoArgs, call: Call) -> str:
+		return 'ok'
+
+	class Alive:
+		def alive(self) -> bool:
+			return True
+
+	registry = SessionRegistry(ServerConfig())
+	state = SessionState('s', 'local', Alive(), None, None, None, registry.config)  # type: ignore[arg-type]
+	registry._sessions[state.key] = state
+	call = Call()
+	direct, routed = [], []
+	for _ in range(repeats):
+		started = time.perf_counter()
+		await noop.handler(state, NoArgs(), call)
+		direct.append(time.perf_counter() - started)
+		started = time.perf_counter()
+		parsed = noop.parse({})
+		await registry.run('local', 's', lambda st, parsed=parsed: noop.handler(st, parsed, call))
+		routed.append(time.perf_counter() - started)
+	return {
+		'direct_p50_us': round(statistics.median(direct) * 1e6, 1),
+		'routed_p50_us': round(statistics.median(routed) * 1e6, 1),
+	}
+
+
+async def bench_tools(site: str, quick: bool) -> dict[str, Any]:
+	repeats = 5 if quick else 15
+	async with server('ours') as srv:
+		ours = await tool_latencies(srv, site, repeats)
+	async with server('upstream') as srv:
+		upstream = await tool_latencies(srv, site, repeats)
+	out: dict[str, Any] = {'tools': {}}
+	for tool in ours:
+		out['tools'][tool] = {
+			'ours_p50_ms': median_ms(ours[tool]),
+			'upstream_p50_ms': median_ms(upstream[tool]),
+			'ratio': ratio(statistics.median(ours[tool]), statistics.median(upstream[tool])),
+			'ours_ms': [round(t * 1000, 1) for t in ours[tool]],
+			'upstream_ms': [round(t * 1000, 1) for t in upstream[tool]],
+		}
+	out['routing'] = await routing_overhead()
+	return out
+
+
+def show_tools(r: dict[str, Any]) -> str:
+	rows = [[tool, v['ours_p50_ms'], v['upstream_p50_ms'], v['ratio']] for tool, v in r['tools'].items()]
+	text = table(
+		'(d) Warm per-tool latency (one session, static page)', ['tool', 'ours p50 (ms)', 'upstream p50 (ms)', 'ratio'], rows
+	)
+	routing = r['routing']
+	return (
+		text
+		+ f'\nRouting overhead per call (in process, no-op tool): {routing["routed_p50_us"] - routing["direct_p50_us"]:.1f} µs '
+		f'({routing["routed_p50_us"]} µs routed vs {routing["direct_p50_us"]} µs direct)\n'
+	)
+
+
+# -- (e) most concurrent sessions ----------------------------------------------------------------
+
+MIN_AVAILABLE = 1 << 30
+
+
+async def bench_capacity(site: str, cap: int) -> dict[str, Any]:
+	opened, error = 0, None
+	started = time.perf_counter()
+	async with server('ours', '--max-sessions', str(cap), '--idle-timeout', '0') as srv:
+		for i in range(cap):
+			if psutil.virtual_memory().available < MIN_AVAILABLE:
+				error = f'stopped: less than {MIN_AVAILABLE >> 20} MB of memory available'
+				break
+			text, failed, _ = await srv.call('browser_navigate', session_id=f'cap-{i}', url=f'{site}/')
+			if not failed:
+				text, failed, _ = await srv.call('browser_get_state', session_id=f'cap-{i}')
+			if failed:
+				error = text[:300]
+				break
+			opened += 1
+		# every session still answers, all at once
+		checks = await asyncio.gather(*(srv.call('browser_get_state', session_id=f'cap-{i}') for i in range(opened)))
+		still_ok = sum(1 for _, failed, _ in checks if not failed)
+		mem = memory_of(srv.tree())
+		available = psutil.virtual_memory().available
+	return {
+		'cap': cap,
+		'opened': opened,
+		'all_answering': still_ok,
+		'stopped_by': error or f'the probe cap ({cap})',
+		'seconds': round(time.perf_counter() - started, 1),
+		**mem.mb(),
+		'pss_per_session_mb': round(mb(mem.pss) / max(opened, 1), 1),
+		'available_gb_at_end': round(available / 2**30, 1),
+	}
+
+
+def show_capacity(r: dict[str, Any]) -> str:
+	rows = [[r['opened'], r['all_answering'], r['stopped_by'], r['pss_mb'], r['pss_per_session_mb'], r['available_gb_at_end']]]
+	return table(
+		'(e) Concurrent sessions held by one server',
+		[
+			'sessions opened',
+			'all answering at once',
+			'stopped by',
+			'total PSS (MB)',
+			'PSS per session (MB)',
+			'available GB at end',
+		],
+		rows,
+	)
+
+
+# -- (f) lean launch flags -----------------------------------------------------------------------
+
+
+async def bench_lean() -> dict[str, Any]:
+	import shutil
+	import tempfile
+
+	from benchmarks.common import REPO, base_env
+
+	home = Path(tempfile.mkdtemp(prefix='bench-lean-'))
+	try:
+		env = base_env(home, BROWSER_USE_MCP_STATE_DIR=str(home / 'state'), BROWSER_USE_MCP_LOG_LEVEL='error')
+		proc = await asyncio.create_subprocess_exec(
+			sys.executable, '-m', 'benchmarks.lean', cwd=str(REPO), env=env, stdout=asyncio.subprocess.PIPE
+		)
+		stdout, _ = await asyncio.wait_for(proc.communicate(), 300)
+		if proc.returncode != 0:
+			raise RuntimeError(f'benchmarks.lean exited with {proc.returncode}')
+		return {'flag_sets': json.loads(stdout.decode().strip().splitlines()[-1])}
+	finally:
+		shutil.rmtree(home, ignore_errors=True)
+
+
+def show_lean(r: dict[str, Any]) -> str:
+	rows = [
+		[label, v['uss_mb'], v['pss_mb'], len(v['processes']), ', '.join(v['processes'])] for label, v in r['flag_sets'].items()
+	]
+	return table(
+		"(f) One session's Chromium tree (3 sessions open, home page loaded)",
+		['launch flags', 'USS (MB)', 'PSS (MB)', 'processes', 'process types'],
+		rows,
+	)
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+
+async def main(args: argparse.Namespace) -> int:
+	from tests.pages import PageServer
+
+	only = set(args.only or SECTIONS)
+	if args.quick and not args.only:
+		only.discard('e')
+	results: dict[str, Any] = {
+		'command': ' '.join(['python -m benchmarks.run', *sys.argv[1:]]),
+		'started': datetime.now(UTC).isoformat(timespec='seconds'),
+		'machine': machine(),
+	}
+	printed: list[str] = []
+	with PageServer() as site:
+		site.httpd.handle_error = lambda *_: None  # browsers closing mid-request are expected here
+		steps = [
+			('a', 'blocking', lambda: bench_blocking(site.url, args.quick), show_blocking),
+			('b', 'agents', lambda: bench_agents(site.url, args.quick, args.agents), show_agents),
+			('c', 'acquire', lambda: bench_acquire(site.url, args.quick), show_acquire),
+			('d', 'tools', lambda: bench_tools(site.url, args.quick), show_tools),
+			('e', 'capacity', lambda: bench_capacity(site.url, args.max_sessions_probe), show_capacity),
+			('f', 'lean', bench_lean, show_lean),
+		]
+		for key, name, run, show in steps:
+			if key not in only:
+				continue
+			print(f'running ({key}) {name}...', file=sys.stderr, flush=True)
+			started = time.perf_counter()
+			try:
+				results[name] = await run()
+			except Exception as exc:  # report and go on: one broken section must not hide the others
+				results[name] = {'error': f'{type(exc).__name__}: {exc}'}
+				print(f'({key}) {name} failed: {exc!r}', file=sys.stderr)
+				continue
+			results[name]['section_seconds'] = round(time.perf_counter() - started, 1)
+			text = show(results[name])
+			printed.append(text)
+			print(text, flush=True)
+	RESULTS.mkdir(parents=True, exist_ok=True)
+	path = RESULTS / f'{datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")}{"-quick" if args.quick else ""}.json'
+	results['tables'] = printed
+	path.write_text(json.dumps(results, indent=2))
+	print(f'raw results: {path}', file=sys.stderr)
+	return 0 if all('error' not in v for k, v in results.items() if isinstance(v, dict) and k not in ('machine',)) else 1
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+	parser = argparse.ArgumentParser(
+		prog='python -m benchmarks.run', description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+	)
+	parser.add_argument('--quick', action='store_true', help='fewer repeats; skips (e) unless --only names it')
+	parser.add_argument(
+		'--only', type=lambda v: [s for s in v.replace(',', '') if s in SECTIONS], help='sections to run, e.g. a,c'
+	)
+	parser.add_argument('--agents', type=lambda v: [int(x) for x in v.split(',')], default=[1, 2, 4, 8], help='N values for (b)')
+	parser.add_argument('--max-sessions-probe', type=int, default=48, help='cap for (e) (default 48)')
+	return parser.parse_args(argv)
+
+
+if __name__ == '__main__':
+	os.environ.setdefault('ANONYMIZED_TELEMETRY', 'false')
+	os.environ.setdefault('BROWSER_USE_SETUP_LOGGING', 'false')
+	os.environ.setdefault('BROWSER_USE_MCP_CHROMIUM_ARGS', '--proxy-server=http://127.0.0.1:9')  # in-process sections too
+	sys.exit(asyncio.run(main(parse())))

@@ -1,0 +1,448 @@
+"""Clicks and go-back that wait for what the page actually does, not for fixed sleeps; and
+session starts that skip work a local browser never needs.
+
+Why: browser-use's ``DefaultActionWatchdog`` ends every click with a fixed 0.5 s wait "in case a
+download starts", sleeps 0.18 s more inside the click (after scrolling, after moving the mouse,
+between press and release), and ends every go-back with a fixed 0.5 s sleep. On a static page a
+click cost ~0.7 s, nearly all of it asleep, yet a link to a slow server could still return before
+the new page arrived.
+
+``install()`` makes browser-use build every session's action watchdog from ``TunedActionWatchdog``
+(a subclass; the class browser-use looks up at session start is swapped in its module), which:
+
+- runs the click itself with its fixed sleeps of 0.1 s or less skipped (only while that click
+  runs; a proxy for the module's ``asyncio`` name does it, everything else passes through);
+- then *settles*: it watches the session's CDP events and returns once the page is quiet, i.e.
+  a main-frame navigation the click started has finished loading (or 5 s passed), a
+  navigation that ended without a new document had 0.5 s to turn into a download, XHR/fetch
+  requests the click started have finished (for at most 0.5 s, upstream's whole budget), and
+  nothing new happened for ``QUIET`` seconds. A download that starts is then awaited exactly as
+  browser-use does;
+- goes back through history and settles the same way, expecting a navigation.
+
+What is lost: a navigation a script starts more than ``QUIET`` after the click, with no network
+request in between (a bare ``setTimeout(() => location = ..., 300)``), is no longer waited for.
+
+Session start: every ``BrowserSession`` builds a client for browser-use's cloud API, and with it
+an ``httpx`` client whose TLS context loads the CA bundle: ~80 ms of CPU per session (the largest
+Python cost of starting one), spent on a client a local browser never calls and never closes.
+``install()`` makes that client create its HTTP client on first use instead.
+
+Like ``concurrency``, it checks browser-use's version and the source of every method it relies
+on, and refuses (one log line, browser-use's own behaviour kept) when they differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import importlib.metadata
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from browser_use_mcp.concurrency import source_digest
+
+logger = logging.getLogger('browser_use_mcp.fast_actions')
+
+BROWSER_USE_VERSION = '0.13.14'
+EXPECTED_SOURCE: dict[str, str] = {
+	'_execute_click_with_download_detection': '1d07d50d97b17e23',
+	'_click_element_node_impl': 'b4ffc4aa06593ecf',
+	'_click_on_coordinate': 'f8214f7acf7fa261',
+	'on_GoBackEvent': 'e01e9a297281b76d',
+	'on_ClickElementEvent': '97cd28fd7ecbe3c2',
+	'on_ClickCoordinateEvent': 'f5dc5d891a8c7b3b',
+}
+CLOUD_CLIENT_SOURCE: dict[str, str] = {'__init__': '8dda8e3482dd16c2', 'close': 'ee768122bd941a82'}
+
+QUIET = 0.05  # s without new page activity after which a click counts as done
+REQUEST_BUDGET = 0.5  # s we wait at most for XHR/fetch a click started (upstream waited 0.5 s for anything)
+NAVIGATION_BUDGET = 5.0  # s we wait at most for a navigation a click or go-back started to finish loading
+DOWNLOAD_GRACE = 0.5  # s a navigation that ended without a new document has to become a download
+SKIPPED_SLEEP = 0.1  # fixed sleeps up to this long are skipped inside a click
+
+_fast_click: contextvars.ContextVar[bool] = contextvars.ContextVar('browser_use_mcp_fast_click', default=False)
+_installed = False
+_original_class: Any = None
+_original_cloud_client: Any = None
+
+
+class _ScopedAsyncio:
+	"""The ``asyncio`` module, except that short fixed sleeps are skipped inside a tuned click."""
+
+	def __init__(self, real: Any) -> None:
+		self._real = real
+
+	def __getattr__(self, name: str) -> Any:
+		return getattr(self._real, name)
+
+	async def sleep(self, delay: float, result: Any = None) -> Any:
+		if _fast_click.get() and delay <= SKIPPED_SLEEP:
+			delay = 0
+		return await self._real.sleep(delay, result)
+
+
+# -- page activity -------------------------------------------------------------------------------
+
+TRACKED_REQUEST_TYPES = frozenset({'XHR', 'Fetch'})
+MAX_TRACKED_REQUESTS = 512
+
+
+class PageActivity:
+	"""Main-frame navigations and XHR/fetch requests of one browser, from its CDP events.
+
+	cdp-use keeps one handler per CDP method per client, so each handler we add wraps the one
+	already registered (none, for these methods, in browser-use 0.13.14) and calls it too.
+	"""
+
+	PAGE_EVENTS = (
+		'frameStartedNavigating',
+		'frameStartedLoading',
+		'frameNavigated',
+		'navigatedWithinDocument',
+		'frameStoppedLoading',
+	)
+	NETWORK_EVENTS = ('requestWillBeSent', 'loadingFinished', 'loadingFailed')
+
+	def __init__(self, browser_session: Any, client: Any) -> None:
+		self._session = weakref.ref(browser_session)
+		self.navigations: dict[str, float] = {}  # main frame id -> when its navigation started
+		self.committed: dict[str, float] = {}  # main frame id -> when its latest document committed
+		self.ended_without_document = 0.0  # when a navigation last stopped before committing
+		self.requests: dict[str, float] = {}  # request id -> when it started
+		self.last_activity = 0.0
+		self._changed = asyncio.Event()
+		for name in self.PAGE_EVENTS:
+			self._hook(client, f'Page.{name}', getattr(self, f'_on_{name}'))
+		for name in self.NETWORK_EVENTS:
+			self._hook(client, f'Network.{name}', getattr(self, f'_on_{name}'))
+
+	@staticmethod
+	def _hook(client: Any, method: str, handler: Callable[[dict[str, Any]], None]) -> None:
+		registry = client._event_registry
+		previous = registry._handlers.get(method)
+
+		def on_event(params: Any, session_id: str | None = None) -> Any:
+			with contextlib.suppress(Exception):
+				handler(params if isinstance(params, dict) else {}, session_id)
+			if previous is not None:
+				return previous(params, session_id)
+			return None
+
+		registry.register(method, on_event)
+
+	def poke(self) -> None:
+		"""Wake ``settle`` (a download began: browser-use tells its callbacks, not CDP handlers)."""
+		changed, self._changed = self._changed, asyncio.Event()
+		changed.set()
+
+	def _changed_now(self) -> None:
+		self.last_activity = time.monotonic()
+		changed, self._changed = self._changed, asyncio.Event()
+		changed.set()
+
+	def _is_main_frame(self, frame_id: str | None, session_id: str | None) -> bool:
+		"""A page target's main frame has the target's id."""
+		session = self._session()
+		if not frame_id or session is None or not session_id:
+			return False
+		try:
+			return session.session_manager.get_target_id_from_session_id(session_id) == frame_id
+		except Exception:
+			return False
+
+	def _start(self, frame_id: str | None, session_id: str | None) -> None:
+		if self._is_main_frame(frame_id, session_id):
+			assert frame_id
+			self.navigations[frame_id] = time.monotonic()
+			self._changed_now()
+
+	def _on_frameStartedNavigating(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		self._start(params.get('frameId'), session_id)
+
+	def _on_frameStartedLoading(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		self._start(params.get('frameId'), session_id)
+
+	def _on_frameNavigated(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		frame = params.get('frame') or {}
+		if not frame.get('parentId') and self._is_main_frame(frame.get('id'), session_id):
+			self.committed[frame['id']] = time.monotonic()
+			if params.get('type') == 'BackForwardCacheRestore':  # restored whole: no loading follows
+				self.navigations.pop(frame['id'], None)
+			self._changed_now()
+
+	def _on_navigatedWithinDocument(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		frame_id = params.get('frameId')
+		if self._is_main_frame(frame_id, session_id):
+			assert frame_id
+			self.committed[frame_id] = time.monotonic()
+			self.navigations.pop(frame_id, None)
+			self._changed_now()
+
+	def _on_frameStoppedLoading(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		frame_id = params.get('frameId')
+		if not self._is_main_frame(frame_id, session_id):
+			return
+		assert frame_id
+		started = self.navigations.pop(frame_id, None)
+		if started is not None and self.committed.get(frame_id, 0.0) < started:
+			self.ended_without_document = time.monotonic()  # a download, a 204 or a cancelled navigation
+		self._changed_now()
+
+	def _on_requestWillBeSent(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		if params.get('type') in TRACKED_REQUEST_TYPES and params.get('requestId'):
+			if len(self.requests) >= MAX_TRACKED_REQUESTS:  # requests that never end (long polls): forget the oldest
+				for request_id in list(self.requests)[: MAX_TRACKED_REQUESTS // 2]:
+					del self.requests[request_id]
+			self.requests[params['requestId']] = time.monotonic()
+			self._changed_now()
+
+	def _on_loadingFinished(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		if self.requests.pop(params.get('requestId', ''), None) is not None:
+			self._changed_now()
+
+	def _on_loadingFailed(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		self._on_loadingFinished(params, session_id)
+
+	async def _wait_for_change(self, timeout: float) -> None:
+		if timeout <= 0:
+			return
+		with contextlib.suppress(TimeoutError):
+			await asyncio.wait_for(self._changed.wait(), timeout)
+
+	async def settle(self, since: float, download_started: asyncio.Event | None = None, expect_navigation: bool = False) -> None:
+		"""Return once what began at or after ``since`` has finished (see the module docstring)."""
+		started = time.monotonic()
+		while download_started is None or not download_started.is_set():
+			now = time.monotonic()
+			navigating = any(t >= since for t in self.navigations.values())
+			if navigating:
+				if now < started + NAVIGATION_BUDGET:
+					await self._wait_for_change(started + NAVIGATION_BUDGET - now)
+					continue
+			elif expect_navigation and max(self.committed.values(), default=0.0) < since:
+				# go-back: its navigation has not even begun; give it upstream's budget to do so
+				if now < started + DOWNLOAD_GRACE and self.ended_without_document < since:
+					await self._wait_for_change(started + DOWNLOAD_GRACE - now)
+					continue
+			if download_started is not None and self.ended_without_document >= since:
+				until = self.ended_without_document + DOWNLOAD_GRACE
+				if now < until:
+					await self._wait_for_change(until - now)
+					continue
+			if any(t >= since for t in self.requests.values()) and now < started + REQUEST_BUDGET:
+				await self._wait_for_change(started + REQUEST_BUDGET - now)
+				continue
+			quiet_until = max(started, self.last_activity if self.last_activity >= since else 0.0) + QUIET
+			if now >= quiet_until:
+				return
+			await self._wait_for_change(quiet_until - now)
+
+
+_activity: weakref.WeakKeyDictionary[Any, PageActivity] = weakref.WeakKeyDictionary()
+
+
+def page_activity(browser_session: Any) -> PageActivity | None:
+	"""The activity monitor of this session's current CDP connection, attached on first use."""
+	client = getattr(browser_session, '_cdp_client_root', None)
+	if client is None or not hasattr(client, '_event_registry'):
+		return None
+	monitor = _activity.get(client)
+	if monitor is None:
+		try:
+			monitor = _activity[client] = PageActivity(browser_session, client)
+		except Exception as exc:
+			logger.debug('page activity monitor unavailable: %r', exc)
+			return None
+	return monitor
+
+
+# -- the watchdog --------------------------------------------------------------------------------
+
+
+def _make_tuned_class(base: type) -> type:
+	class TunedActionWatchdog(base):  # type: ignore[misc, valid-type]
+		"""browser-use's action watchdog, with clicks and go-back that settle instead of sleeping."""
+
+		async def _execute_click_with_download_detection(
+			self, click_coro: Any, download_start_timeout: float = 0.5, download_complete_timeout: float = 30.0
+		) -> dict | None:
+			activity = page_activity(self.browser_session)
+			if activity is None:  # no monitor: browser-use's own fixed wait
+				return await super()._execute_click_with_download_detection(
+					click_coro, download_start_timeout, download_complete_timeout
+				)
+			since = time.monotonic()
+			download_started = asyncio.Event()
+
+			def on_download_start(info: dict) -> None:
+				if not info.get('auto_download'):
+					download_started.set()
+					activity.poke()
+
+			downloads = self.browser_session._downloads_watchdog
+			if downloads is not None:
+				downloads.register_download_callbacks(on_start=on_download_start)
+
+			async def click_then_settle() -> Any:
+				token = _fast_click.set(True)
+				try:
+					metadata = await click_coro
+				finally:
+					_fast_click.reset(token)
+				if not (isinstance(metadata, dict) and 'validation_error' in metadata):
+					await activity.settle(since, download_started)
+				return metadata
+
+			try:
+				# settle() already waited for a download to begin; browser-use only has to notice it
+				return await super()._execute_click_with_download_detection(click_then_settle(), 0.01, download_complete_timeout)
+			finally:
+				if downloads is not None:
+					downloads.unregister_download_callbacks(on_start=on_download_start)
+
+		async def on_GoBackEvent(self, event: Any) -> None:
+			"""Go one history entry back and return once that page has loaded (or 5 s passed)."""
+			cdp_session = await self.browser_session.get_or_create_cdp_session()
+			client, session_id = cdp_session.cdp_client, cdp_session.session_id
+			history = await client.send.Page.getNavigationHistory(session_id=session_id)
+			index, entries = history['currentIndex'], history['entries']
+			if index <= 0:
+				self.logger.warning('⚠️ Cannot go back - no previous entry in history')
+				return
+			activity = page_activity(self.browser_session)
+			since = time.monotonic()
+			await client.send.Page.navigateToHistoryEntry(params={'entryId': entries[index - 1]['id']}, session_id=session_id)
+			if activity is None:
+				await asyncio.sleep(0.5)  # browser-use's own wait
+			else:
+				await activity.settle(since, expect_navigation=True)
+			self.logger.info(f'🔙 Navigated back to {entries[index - 1]["url"]}')
+
+	TunedActionWatchdog.__qualname__ = TunedActionWatchdog.__name__
+	return TunedActionWatchdog
+
+
+def _make_lazy_cloud_client(base: type) -> type:
+	class LazyCloudBrowserClient(base):  # type: ignore[misc, valid-type]
+		"""browser-use's cloud API client, building its HTTP client only when a cloud call needs it."""
+
+		def __init__(self, api_base_url: str = 'https://api.browser-use.com') -> None:
+			self.api_base_url = api_base_url
+			self.current_session_id: str | None = None
+			self.current_api_version: str | None = None
+			self._http: Any = None
+
+		@property
+		def client(self) -> Any:
+			if self._http is None:
+				import httpx
+
+				self._http = httpx.AsyncClient(timeout=30.0)
+			return self._http
+
+		@client.setter
+		def client(self, value: Any) -> None:
+			self._http = value
+
+		async def close(self) -> None:
+			if self._http is None and not self.current_session_id:
+				return  # never used: nothing to stop or close
+			await super().close()
+
+	LazyCloudBrowserClient.__qualname__ = LazyCloudBrowserClient.__name__
+	return LazyCloudBrowserClient
+
+
+def problems() -> list[str]:
+	"""Why the tuning must not be applied here; empty when browser-use is what it was written for."""
+	try:
+		version = importlib.metadata.version('browser-use')
+	except importlib.metadata.PackageNotFoundError:
+		return ['browser-use is not installed']
+	if version != BROWSER_USE_VERSION:
+		return [f'browser-use is {version}, this tuning was written for {BROWSER_USE_VERSION}']
+	found: list[str] = []
+	try:
+		from browser_use.browser.watchdogs import default_action_watchdog as module
+		from browser_use.browser.watchdogs.downloads_watchdog import DownloadsWatchdog
+	except ImportError as exc:
+		return [f'browser-use watchdogs: {exc}']
+	base = _original_class or module.DefaultActionWatchdog
+	for name, expected in EXPECTED_SOURCE.items():
+		try:
+			digest = source_digest(getattr(base, name))
+		except (AttributeError, OSError, TypeError) as exc:
+			found.append(f'DefaultActionWatchdog.{name} unavailable ({type(exc).__name__})')
+			continue
+		if digest != expected:
+			found.append(f'DefaultActionWatchdog.{name} changed (source {digest}, expected {expected})')
+	for name in ('register_download_callbacks', 'unregister_download_callbacks'):
+		if not callable(getattr(DownloadsWatchdog, name, None)):
+			found.append(f'DownloadsWatchdog.{name} is missing')
+	try:
+		from browser_use.browser import session as session_module
+		from browser_use.browser.cloud.cloud import CloudBrowserClient
+
+		cloud = _original_cloud_client or CloudBrowserClient
+		for name, expected in CLOUD_CLIENT_SOURCE.items():
+			if source_digest(getattr(cloud, name)) != expected:
+				found.append(f'CloudBrowserClient.{name} changed')
+		factory = session_module.BrowserSession.__private_attributes__['_cloud_browser_client'].default_factory
+		if factory is None or factory.__code__.co_names != ('CloudBrowserClient',):
+			found.append("BrowserSession._cloud_browser_client is no longer made by 'CloudBrowserClient()'")
+	except (ImportError, AttributeError, KeyError, OSError, TypeError) as exc:
+		found.append(f'browser-use cloud client: {type(exc).__name__}: {exc}')
+	return found
+
+
+def installed() -> bool:
+	return _installed
+
+
+def install(enabled: bool = True) -> bool:
+	"""Make new sessions use ``TunedActionWatchdog``. True when active; never raises."""
+	global _installed, _original_class, _original_cloud_client
+	if _installed:
+		return True
+	if not enabled:
+		return False
+	found = problems()
+	if found:
+		logger.warning(
+			'fast clicks disabled, keeping browser-use fixed waits (clicks take ~0.7 s) and its session start: %s',
+			'; '.join(found),
+		)
+		return False
+	from browser_use.browser import session as session_module
+	from browser_use.browser.watchdogs import default_action_watchdog as module
+
+	_original_class = module.DefaultActionWatchdog
+	module.DefaultActionWatchdog = _make_tuned_class(_original_class)
+	module.asyncio = _ScopedAsyncio(asyncio)  # type: ignore[attr-defined]
+	_original_cloud_client = session_module.CloudBrowserClient
+	session_module.CloudBrowserClient = _make_lazy_cloud_client(_original_cloud_client)  # type: ignore[attr-defined]
+	_installed = True
+	logger.info(
+		'fast clicks enabled (browser-use %s): clicks and go-back wait for page activity, not fixed sleeps', BROWSER_USE_VERSION
+	)
+	return True
+
+
+def uninstall() -> None:
+	"""Restore browser-use's watchdog for sessions started afterwards (for tests)."""
+	global _installed, _original_class, _original_cloud_client
+	if not _installed:
+		return
+	from browser_use.browser import session as session_module
+	from browser_use.browser.watchdogs import default_action_watchdog as module
+
+	module.DefaultActionWatchdog = _original_class
+	module.asyncio = asyncio  # type: ignore[attr-defined]
+	session_module.CloudBrowserClient = _original_cloud_client  # type: ignore[attr-defined]
+	_original_class = _original_cloud_client = None
+	_installed = False
