@@ -18,6 +18,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -173,6 +174,9 @@ def server_environment(home: Path, config: ServerConfig, base: dict[str, str] | 
 	)
 	if config.executable_path:
 		env['BROWSER_USE_MCP_CHROMIUM'] = config.executable_path
+	# The demo's site is on loopback; a proxy on a closed loopback port (last, so it wins) keeps
+	# Chromium's own background connections to Google from leaving the machine.
+	env['BROWSER_USE_MCP_CHROMIUM_ARGS'] = shlex.join((*config.chromium_args, '--proxy-server=http://127.0.0.1:9'))
 	return env
 
 

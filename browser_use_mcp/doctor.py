@@ -127,7 +127,10 @@ def launch_fix(message: str, executable: str) -> str:
 
 
 async def check_launch(
-	executable: str | None, profile_base: Mapping[str, Any] | None = None, timeout: float = LAUNCH_TIMEOUT
+	executable: str | None,
+	profile_base: Mapping[str, Any] | None = None,
+	timeout: float = LAUNCH_TIMEOUT,
+	user_args: tuple[str, ...] = (),
 ) -> Check:
 	"""Start the browser exactly as a session would (same launcher, flags and profile settings),
 	headless and on a throw-away profile, then end it."""
@@ -154,7 +157,9 @@ async def check_launch(
 			)
 		started = time.monotonic()
 		try:
-			chromium = await ChromiumProcess.launch(executable, chromium_args(profile), dirs.profile, Owner.current(), timeout)
+			chromium = await ChromiumProcess.launch(
+				executable, chromium_args(profile, user_args=user_args), dirs.profile, Owner.current(), timeout
+			)
 		except BrowserStartFailed as exc:
 			return Check(name, 'fail', exc.message, launch_fix(exc.message, executable))
 		try:
@@ -356,7 +361,7 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	checks = [browser]
 	if launch:
 		executable = find_chromium(config.executable_path) if browser.status != 'fail' else None
-		checks.append(asyncio.run(check_launch(executable, config.browser_profile)))
+		checks.append(asyncio.run(check_launch(executable, config.browser_profile, user_args=config.chromium_args)))
 	checks.append(check_display(config.headless, env))
 	checks.append(check_profile_lock(config.default_user_data_dir))
 	checks.extend(check_state_dirs(config))

@@ -8,6 +8,8 @@ import pytest
 
 os.environ.setdefault('ANONYMIZED_TELEMETRY', 'false')
 os.environ.setdefault('BROWSER_USE_SETUP_LOGGING', 'false')
+# every server and demo a test starts inherits this; see tests/support.BLACKHOLE_PROXY
+os.environ['BROWSER_USE_MCP_CHROMIUM_ARGS'] = '--proxy-server=http://127.0.0.1:9'
 
 from tests.pages import PageServer  # noqa: E402
 from tests.support import Background, Mcp, running_server  # noqa: E402

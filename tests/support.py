@@ -19,6 +19,12 @@ from browser_use_mcp.browser import OWNER_ENV, OWNER_SWITCH
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Tests must not send a byte beyond loopback, but Chromium preconnects to Google services at
+# start whatever its flags say. A proxy on a closed loopback port makes every such connection
+# fail on this machine; loopback pages bypass proxies implicitly.
+BLACKHOLE_PROXY = '--proxy-server=http://127.0.0.1:9'
+TEST_CHROMIUM_ARGS = (BLACKHOLE_PROXY,)
+
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
 	"""An environment that keeps the server's every file inside ``home``."""
@@ -33,6 +39,7 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
 		ANONYMIZED_TELEMETRY='false',
 		BROWSER_USE_MCP_LOG_LEVEL='info',
 		PYTHONPATH=str(REPO),
+		BROWSER_USE_MCP_CHROMIUM_ARGS=BLACKHOLE_PROXY,
 	)
 	env.update(extra)
 	return env

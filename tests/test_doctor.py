@@ -26,7 +26,7 @@ from browser_use_mcp.doctor import (
 	run_checks,
 	run_doctor,
 )
-from tests.support import REPO, owned_processes, running_server, server_env, wait_until
+from tests.support import REPO, TEST_CHROMIUM_ARGS, owned_processes, running_server, server_env, wait_until
 
 REASON = 'fake-chromium: cannot open /dev/dri/card0: permission denied'
 
@@ -48,6 +48,7 @@ def config_in(tmp_path: Path, **overrides: object) -> ServerConfig:
 		default_downloads_dir=tmp_path / 'downloads',
 		default_files_dir=tmp_path / 'files',
 		headless=True,
+		chromium_args=TEST_CHROMIUM_ARGS,
 	)
 	values.update(overrides)
 	return ServerConfig(**values)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_SWITCH, session_digest
-from tests.support import Mcp, chromium_pids, wait_until
+from tests.support import TEST_CHROMIUM_ARGS, Mcp, chromium_pids, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -180,7 +180,8 @@ async def test_default_session_falls_back_when_profile_is_locked(mcp: Mcp, site:
 
 	profile_dir = mcp.home / '.config' / 'browseruse' / 'profiles' / 'default'
 	profile_dir.mkdir(parents=True, exist_ok=True)
-	args = chromium_args(BrowserProfile(user_data_dir=profile_dir, downloads_path=tmp_path, headless=True, chromium_sandbox=False, enable_default_extensions=False))
+	profile = BrowserProfile(user_data_dir=profile_dir, downloads_path=tmp_path, headless=True, chromium_sandbox=False, enable_default_extensions=False)
+	args = chromium_args(profile, user_args=TEST_CHROMIUM_ARGS)
 	other = await ChromiumProcess.launch(find_chromium(), args, profile_dir, Owner.current())
 	try:
 		r = await mcp.ok('browser_navigate', url=f'{site}/two')

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_ENV, OWNER_SWITCH, Owner, find_chromium
-from tests.support import RawServer, chromium_pids, owned_processes, server_env, wait_until
+from tests.support import BLACKHOLE_PROXY, RawServer, chromium_pids, owned_processes, server_env, wait_until
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_pat
 
 	def chromium(owner: Owner | None, profile: Path) -> subprocess.Popen:
 		env = dict(os.environ)
-		argv = [find_chromium(), '--headless=new', '--no-sandbox', f'--user-data-dir={profile}', 'about:blank']
+		argv = [find_chromium(), '--headless=new', '--no-sandbox', BLACKHOLE_PROXY, f'--user-data-dir={profile}', 'about:blank']
 		if owner is not None:
 			env[OWNER_ENV] = owner.token
 			argv.insert(1, f'{OWNER_SWITCH}={owner.token}')
@@ -266,3 +266,36 @@ async def test_close_all_racing_in_flight_calls_neither_deadlocks_nor_leaks(raw,
 		assert all(r.is_error and 'closed' in r.text for r in results), [r.text for r in results]
 		assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5)
 		await mcp.ok('browser_navigate', session_id='r0', url=f'{site}/two')
+
+
+async def test_watchdog_takes_browsers_down_where_there_is_no_parent_death_signal(raw, tmp_path: Path, site: str) -> None:
+	"""The path for systems without PR_SET_PDEATHSIG (macOS, BSD), exercised here by switching it off."""
+	home = tmp_path / 'home'
+	env = server_env(home, BROWSER_USE_MCP_PARENT_DEATH_SIGNAL='false', BROWSER_USE_MCP_WATCHDOG='on')
+	server = await start(raw, home, env=env)
+	pids = await open_sessions(server, site, ['a', 'b'])
+	sidecars = [p for p in psutil.Process(server.pid).children() if 'browser_use_mcp.watchdog' in ' '.join(p.cmdline())]
+	assert len(sidecars) == 1
+	os.kill(server.pid, signal.SIGKILL)
+	await server.wait(5)
+	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5), 'the watchdog killed the orphaned browsers'
+	assert await asyncio.to_thread(
+		wait_until, lambda: not sidecars[0].is_running() or sidecars[0].status() == psutil.STATUS_ZOMBIE, 5
+	)
+
+
+async def test_without_either_guard_the_browsers_outlive_a_killed_server(raw, tmp_path: Path, site: str) -> None:
+	"""The control for the two tests above: the guards are what kills the browsers."""
+	home = tmp_path / 'home'
+	env = server_env(home, BROWSER_USE_MCP_PARENT_DEATH_SIGNAL='false', BROWSER_USE_MCP_WATCHDOG='off')
+	server = await start(raw, home, env=env)
+	pids = await open_sessions(server, site, ['a'])
+	os.kill(server.pid, signal.SIGKILL)
+	await server.wait(5)
+	await asyncio.sleep(1.5)
+	survivors = {p for p in pids if psutil.pid_exists(p)}
+	assert survivors, 'without a guard the browser should have survived (else the guard tests prove nothing)'
+	follower = await start(raw, home)
+	async with follower.client() as mcp:
+		await mcp.ok('browser_list_sessions')
+	assert await asyncio.to_thread(wait_until, lambda: gone(survivors), 5), 'the next start-up swept them'
