@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
 		choices=('debug', 'info', 'warning', 'error'),
 		help=f'stderr log level (default warning; env {_env("log_level")})',
 	)
+	o.add_argument(
+		'--output',
+		metavar='PATH',
+		help='demo only: where to write the contact sheet PNG (default ./demo-output/contact-sheet.png)',
+	)
 	return parser
 
 
@@ -116,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
 	if ns.command == 'demo':
 		from browser_use_mcp.demo import run_demo
 
-		sys.exit(run_demo(config))
+		sys.exit(run_demo(config, output=ns.output))
 	code = run_server(config)
 	# The stdio reader thread may still block on a read; every session is already closed.
 	sys.stdout.flush()

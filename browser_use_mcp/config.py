@@ -7,6 +7,7 @@ environment again, so a test can build a config and know exactly what the server
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -18,13 +19,13 @@ Transport = Literal['stdio', 'http']
 
 ENV_PREFIX = 'BROWSER_USE_MCP_'
 
-# What upstream's server forces on top of browser-use defaults, minus the fixed 0.5 s
-# pause between actions (it buys nothing for a single MCP call; see docs/performance.md).
+# What upstream's server sets on top of browser-use's defaults, config.json values win. Not its
+# fixed 0.5 s wait_between_actions: that floor under every click buys nothing for one MCP call
+# (see docs/performance.md); browser-use's own default applies instead.
 UPSTREAM_PROFILE_DEFAULTS: dict[str, Any] = {
 	'keep_alive': True,
 	'device_scale_factor': 1.0,
 	'disable_security': False,
-	'wait_between_actions': 0.0,
 }
 
 
@@ -71,6 +72,10 @@ class ServerConfig:
 	default_files_dir: Path = Path('~/.browser-use-mcp').expanduser()
 	state_dir: Path = field(default_factory=default_state_dir)
 	parallel_event_buses: bool = True
+	fast_actions: bool = True  # clicks and go-back wait for the page, not for fixed sleeps
+	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
+	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
+	watchdog: str = 'auto'  # sidecar that kills browsers if the server dies: auto|on|off
 
 	# llm
 	llm: Mapping[str, Any] = field(default_factory=dict)
@@ -111,6 +116,10 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
 	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),
 	'parallel_event_buses': (f'{ENV_PREFIX}PARALLEL_EVENT_BUSES', _truthy),
+	'fast_actions': (f'{ENV_PREFIX}FAST_ACTIONS', _truthy),
+	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
+	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
+	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
 }
 
 
@@ -181,6 +190,8 @@ def load_config(environ: Mapping[str, str] | None = None, **cli: Any) -> ServerC
 
 	config = ServerConfig(browser_profile=profile, llm=bu['llm'], **values)
 	config = config.with_overrides(**cli)
+	if config.auth_tokens:  # the same token twice is one client, not two principals
+		config = replace(config, auth_tokens=tuple(dict.fromkeys(config.auth_tokens)))
 	validate(config)
 	return config
 
@@ -197,6 +208,8 @@ def validate(config: ServerConfig) -> None:
 		problems.append('max sessions must be >= 1')
 	if config.prewarm < 0:
 		problems.append('prewarm must be >= 0')
+	if config.watchdog not in ('auto', 'on', 'off'):
+		problems.append(f'watchdog must be auto, on or off, not {config.watchdog!r}')
 	if not 0 < config.port < 65536:
 		problems.append(f'port {config.port} is out of range')
 	if problems:

@@ -16,9 +16,22 @@ class SessionTag(logging.Filter):
 		return True
 
 
+class SessionFormatter(logging.Formatter):
+	"""Repeats the tag on every continuation line (tracebacks, multi-line messages), so that
+	grepping for one session's tag finds the whole record and nothing of another session."""
+
+	def format(self, record: logging.LogRecord) -> str:
+		text = super().format(record)
+		if '\n' not in text:
+			return text
+		first, *rest = text.split('\n')
+		prefix = f'    [{getattr(record, "session", "-")}] '
+		return '\n'.join([first, *(prefix + line for line in rest)])
+
+
 def setup_logging(level: str = 'warning') -> None:
 	handler = logging.StreamHandler(sys.stderr)
-	handler.setFormatter(logging.Formatter(FORMAT))
+	handler.setFormatter(SessionFormatter(FORMAT))
 	handler.addFilter(SessionTag())
 	root = logging.getLogger()
 	root.handlers = [handler]

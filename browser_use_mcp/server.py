@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,7 +25,13 @@ from browser_use_mcp import __version__
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.errors import ToolError
-from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
+from browser_use_mcp.sessions import (
+	DEFAULT_SESSION_ID,
+	LOCAL_PRINCIPAL,
+	MAX_SESSION_ID_LENGTH,
+	SessionRegistry,
+	current_session,
+)
 from browser_use_mcp.telemetry import Telemetry
 from browser_use_mcp.tools.base import Call, Reply
 
@@ -49,6 +57,18 @@ def to_result(reply: Reply) -> types.CallToolResult:
 
 def error_result(message: str) -> types.CallToolResult:
 	return types.CallToolResult(content=[types.TextContent(type='text', text=message)], is_error=True)
+
+
+def session_tag(catalog: Catalog, name: str, arguments: Any) -> str:
+	"""Which session a call acts in, for the log lines written outside the registry's scope (an
+	unexpected failure is logged here, after the registry has let go of the session)."""
+	sid = arguments.get('session_id') if isinstance(arguments, dict) else None
+	if isinstance(sid, str) and sid.isprintable() and 0 < len(sid) <= MAX_SESSION_ID_LENGTH:
+		return sid
+	with contextlib.suppress(Exception):
+		if sid is None and catalog.get(name).scope == 'session':
+			return DEFAULT_SESSION_ID
+	return '-'
 
 
 def build_server(
@@ -80,6 +100,7 @@ def build_server(
 
 		call = Call(principal=principal_of(ctx), progress=progress)
 		error: str | None = None
+		tag = current_session.set(session_tag(catalog, params.name, params.arguments))
 		try:
 			reply = await catalog.call(params.name, params.arguments, call)
 			return to_result(reply)
@@ -94,6 +115,7 @@ def build_server(
 				'call browser_get_state to see where it is, then retry or try another approach.'
 			)
 		finally:
+			current_session.reset(tag)
 			if telemetry is not None:
 				telemetry.tool_call(params.name, time.monotonic() - started, error)
 
@@ -149,6 +171,18 @@ async def serve_stdio(config: ServerConfig) -> None:
 			await run_until_stopped(
 				server.run(read_stream, write_stream, server.create_initialization_options()), registry, config.shutdown_grace
 			)
+			# Every session is closed. Leaving the transport would wait for its stdin reader
+			# thread, which after a signal may block on a read forever: end the process now.
+			hard_exit(registry, telemetry)
 	finally:
 		await registry.shutdown()
 		telemetry.stopped()
+
+
+def hard_exit(registry: SessionRegistry, telemetry: Telemetry, code: int = 0) -> None:
+	telemetry.stopped()
+	logger.info('shut down: all sessions closed')
+	for stream in (sys.stdout, sys.stderr):
+		with contextlib.suppress(Exception):
+			stream.flush()
+	os._exit(code)

@@ -22,19 +22,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import anyio
 from uuid_extensions import uuid7str
 
+from browser_use_mcp import fast_actions, quiet_tabs
 from browser_use_mcp.browser import (
 	Owner,
 	SessionBrowser,
 	SessionDirs,
 	StateDir,
+	configure_launch,
 	find_chromium,
+	parent_death_signal_supported,
 	profile_lock_owner,
 	sweep_orphans,
 )
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.errors import (
+	BrowserActionFailed,
 	BrowserStartFailed,
 	InvalidArgument,
 	SessionClosed,
@@ -42,6 +47,7 @@ from browser_use_mcp.errors import (
 	SessionLost,
 	SessionNotFound,
 )
+from browser_use_mcp.pool import BrowserPool
 
 logger = logging.getLogger('browser_use_mcp.sessions')
 
@@ -49,8 +55,17 @@ DEFAULT_SESSION_ID = 'default'
 LOCAL_PRINCIPAL = 'local'
 MAX_SESSION_ID_LENGTH = 256
 TOMBSTONE_LIMIT = 1024
+CANCEL_GRACE = 15.0  # s a cancelled handler gets to let go of the browser
 
 current_session: contextvars.ContextVar[str] = contextvars.ContextVar('current_session', default='-')
+
+
+def tagged(session_id: str) -> contextvars.Context:
+	"""A context for a task working on one session, so its log lines (and those of the browser-use
+	tasks it starts) carry that session's id even when no tool call is in flight."""
+	context = contextvars.copy_context()
+	context.run(current_session.set, session_id)
+	return context
 
 T = TypeVar('T')
 LossReason = Literal['expired', 'max_duration', 'crashed']
@@ -77,8 +92,9 @@ def check_session_id(session_id: Any) -> str:
 def new_session_id() -> str:
 	"""A server-minted handle: uuid7 (time-ordered) plus 64 more random bits.
 
-	uuid7 has 74 random bits but 48 bits of public timestamp; the suffix keeps a handle
-	unguessable even to someone who knows when it was made.
+	uuid_extensions' uuid7 spends 60 bits on a public timestamp and 14 on a counter, leaving
+	only 48 random; the os.urandom suffix keeps a handle unguessable (112 random bits) even to
+	someone who knows when it was made.
 	"""
 	return f'browser_{uuid7str()}{os.urandom(8).hex()}'
 
@@ -172,6 +188,8 @@ class SessionRegistry:
 		self._shutting_down = False
 		self.executable: str | None = None
 		self.single_principal = len(config.auth_tokens) <= 1
+		self._watchdog: Any = None
+		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
 
 	# -- lifecycle ---------------------------------------------------------------------------
 
@@ -184,8 +202,20 @@ class SessionRegistry:
 				report.dirs_removed,
 			)
 		self._state_dir = StateDir(self.config.state_dir, self.owner)
+		self._tie_browsers_to_server()
 		self.executable = find_chromium(self.config.executable_path)
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
+		fast_actions.install(self.config.fast_actions)
+		quiet_tabs.install()
+		if self.config.prewarm > 0 and self.executable:
+			state_dir = self._state_dir
+			self.pool = BrowserPool(
+				self.config.prewarm,
+				new_dirs=lambda: state_dir.new_session_dirs(LOCAL_PRINCIPAL, 'prewarmed'),
+				launch=self._open_browser,
+				room=lambda: self.config.max_sessions - self.count,
+			)
+			self.pool.start()
 
 	async def shutdown(self) -> None:
 		"""Close every session and remove our state dir. Idempotent; never raises."""
@@ -194,6 +224,8 @@ class SessionRegistry:
 			self._reaper.cancel()
 			with contextlib.suppress(asyncio.CancelledError, Exception):
 				await self._reaper
+		if self.pool is not None:
+			await self.pool.close()
 		for task in list(self._creating.values()):
 			task.cancel()
 		with contextlib.suppress(Exception):
@@ -204,6 +236,23 @@ class SessionRegistry:
 		await asyncio.gather(*self._closing.values(), *self._background, return_exceptions=True)
 		if self._state_dir:
 			self._state_dir.remove()
+		if self._watchdog is not None:
+			self._watchdog.close()
+			self._watchdog = None
+
+	def _tie_browsers_to_server(self) -> None:
+		"""Parent-death signal where the OS has one; the watchdog sidecar where it does not
+		(or when asked for). Either way a killed server's browsers die with it."""
+		pdeathsig = self.config.parent_death_signal and parent_death_signal_supported()
+		wanted = self.config.watchdog == 'on' or (self.config.watchdog == 'auto' and not pdeathsig)
+		if wanted and self._watchdog is None:
+			from browser_use_mcp.watchdog import Watchdog
+
+			try:
+				self._watchdog = Watchdog()
+			except OSError as exc:
+				logger.warning('could not start the browser watchdog (%s); relying on the start-up sweep', exc)
+		configure_launch(self.config.parent_death_signal, self._watchdog)
 
 	# -- lookup ------------------------------------------------------------------------------
 
@@ -266,12 +315,12 @@ class SessionRegistry:
 				if self._shutting_down:
 					raise SessionClosed('The server is shutting down; no new sessions can be created.')
 				if self.count >= self.config.max_sessions:
+					held = f'already holds {self.count} sessions, its limit' if self.single_principal else 'is at its session limit'
 					raise SessionLimitReached(
-						f'Cannot create session {sid!r}: the server already holds {self.count} sessions, its limit '
-						f'(--max-sessions {self.config.max_sessions}). Close one you no longer need with '
-						'browser_close_session (browser_list_sessions shows them), then retry.'
+						f'Cannot create session {sid!r}: the server {held} (--max-sessions {self.config.max_sessions}). '
+						'Close one you no longer need with browser_close_session (browser_list_sessions shows yours), then retry.'
 					)
-				task = asyncio.create_task(self._create(principal, sid), name=f'create-session-{sid[:40]}')
+				task = asyncio.create_task(self._create(principal, sid), name=f'create-session-{sid[:40]}', context=tagged(sid))
 				self._creating[key] = task
 				task.add_done_callback(lambda _t, k=key: self._creating.pop(k, None))
 			return await asyncio.shield(task)
@@ -311,11 +360,21 @@ class SessionRegistry:
 				inner = asyncio.create_task(fn(state))
 				state._tasks.add(inner)
 				try:
-					return state, await inner
+					return state, await asyncio.shield(inner)
 				except asyncio.CancelledError:
 					current = asyncio.current_task()
-					if state.closed_reason is not None and (current is None or current.cancelling() == 0):
-						raise self._closed_error(state) from None
+					if current is None or current.cancelling() == 0:
+						if state.closed_reason is None:  # cancelled from inside, not by us or the client
+							raise BrowserActionFailed(
+								'The call was interrupted inside the browser; the session is still open, retry it.'
+							) from None
+						raise self._closed_error(state) from None  # the session was closed under the call
+					# The client cancelled. Tell the handler once (the transport's cancel scope
+					# re-delivers on every await), and keep the lock until it has let go of the
+					# browser, so the next call never overlaps a handler still winding down.
+					inner.cancel()
+					with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
+						await asyncio.wait({inner})
 					raise
 				finally:
 					state._tasks.discard(inner)
@@ -366,7 +425,9 @@ class SessionRegistry:
 			state.closed_reason = reason
 		pending = self._closing.get(key)
 		if pending is None:
-			pending = asyncio.create_task(self._teardown(state), name=f'close-session-{state.session_id[:40]}')
+			pending = asyncio.create_task(
+				self._teardown(state), name=f'close-session-{state.session_id[:40]}', context=tagged(state.session_id)
+			)
 			self._closing[key] = pending
 			pending.add_done_callback(lambda _t, k=key: self._closing.pop(k, None))
 		await asyncio.shield(pending)
@@ -385,13 +446,17 @@ class SessionRegistry:
 		"""Close a session whose state is gone and remember why, for the next call to hear."""
 		if state.closed_reason is not None:
 			return
-		self._tombstones[state.key] = Tombstone(reason, time.time(), detail)
-		self._tombstones.move_to_end(state.key)
-		while len(self._tombstones) > TOMBSTONE_LIMIT:
-			self._tombstones.popitem(last=False)
+		self.remember_loss(state.key, Tombstone(reason, time.time(), detail))
 		label = {'expired': 'idle timeout', 'max_duration': 'maximum duration reached', 'crashed': 'browser died'}[reason]
 		logger.warning('session %r lost: %s (%s)', state.session_id, label, detail)
 		await self._close_state(state, label)
+
+	def remember_loss(self, key: tuple[str, str], tomb: Tombstone) -> None:
+		"""Keep the newest TOMBSTONE_LIMIT losses: a stream of random ids cannot grow memory."""
+		self._tombstones[key] = tomb
+		self._tombstones.move_to_end(key)
+		while len(self._tombstones) > TOMBSTONE_LIMIT:
+			self._tombstones.popitem(last=False)
 
 	def _crash_detail(self, state: SessionState) -> str:
 		return 'Chromium exited unexpectedly' + state.browser.chromium.reason_suffix()
@@ -399,7 +464,7 @@ class SessionRegistry:
 	def _on_browser_exit(self, state: SessionState) -> None:
 		if state.browser.chromium.stopping or state.closed_reason is not None or self._shutting_down:
 			return
-		task = asyncio.create_task(self._lose(state, 'crashed', self._crash_detail(state)))
+		task = asyncio.create_task(self._lose(state, 'crashed', self._crash_detail(state)), context=tagged(state.session_id))
 		self._background.add(task)
 		task.add_done_callback(self._background.discard)
 
@@ -423,7 +488,10 @@ class SessionRegistry:
 				doomed.append((state, 'max_duration', f'{self.config.max_session_duration:g} s'))
 			elif self.config.idle_timeout > 0 and state.idle_seconds(now) >= self.config.idle_timeout:
 				doomed.append((state, 'expired', f'{self.config.idle_timeout:g} s'))
-		await asyncio.gather(*(self._lose(s, r, d) for s, r, d in doomed), return_exceptions=True)
+		await asyncio.gather(
+			*(asyncio.create_task(self._lose(s, r, d), context=tagged(s.session_id)) for s, r, d in doomed),
+			return_exceptions=True,
+		)
 		return len(doomed)
 
 	# -- creation ----------------------------------------------------------------------------
@@ -440,6 +508,8 @@ class SessionRegistry:
 		is_default = session_id == DEFAULT_SESSION_ID
 		notes: list[str] = []
 		dirs = self._default_dirs(notes) if is_default and self.single_principal else None
+		if dirs is None and self.pool is not None:
+			dirs = await self.pool.claim()  # a prewarmed browser's fresh profile, if one is ready
 		if dirs is None:
 			dirs = self._state_dir.new_session_dirs(principal, session_id)
 		try:
@@ -491,6 +561,9 @@ class SessionRegistry:
 		return state
 
 	async def _open_browser(self, dirs: SessionDirs) -> SessionBrowser:
+		prewarmed = self.pool.browser_for(dirs) if self.pool is not None else None
+		if prewarmed is not None:
+			return prewarmed
 		assert self.executable
 		return await SessionBrowser.open(
 			executable=self.executable,
@@ -498,6 +571,7 @@ class SessionRegistry:
 			dirs=dirs,
 			headless=self.config.headless,
 			owner=self.owner,
+			user_args=self.config.chromium_args,
 			use_extensions=bool(self.config.browser_profile.get('enable_default_extensions', False)),
 		)
 
