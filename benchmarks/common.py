@@ -30,27 +30,15 @@ REPO = Path(__file__).resolve().parent.parent
 TAG_ENV = 'BROWSER_USE_MCP_BENCH_TAG'
 
 
-BLACKHOLE_PROXY = '--proxy-server=http://127.0.0.1:9'
-
-
 def base_env(home: Path, **extra: str) -> dict[str, str]:
-	"""An environment that keeps a server's files inside ``home`` and its traffic on loopback."""
-	env = {k: v for k, v in os.environ.items() if not k.startswith(('BROWSER_USE', 'OPENAI', 'ANTHROPIC', 'GOOGLE_API'))}
-	env.update(
-		HOME=str(home),
-		XDG_CONFIG_HOME=str(home / '.config'),
-		XDG_RUNTIME_DIR='',
-		BROWSER_USE_CONFIG_DIR=str(home / '.config' / 'browseruse'),
-		BROWSER_USE_HEADLESS='true',
-		BROWSER_USE_SETUP_LOGGING='false',
-		BROWSER_USE_LOGGING_LEVEL='error',
-		ANONYMIZED_TELEMETRY='false',
-		PYTHONPATH=str(REPO),
-		# Chromium preconnects to Google at start whatever its flags say; a proxy on a closed
-		# loopback port keeps both servers' browsers off the network (loopback bypasses it).
-		BROWSER_USE_MCP_CHROMIUM_ARGS=BLACKHOLE_PROXY,
-		BROWSER_USE_PROXY_URL='http://127.0.0.1:9',
-	)
+	"""The test suite's server environment (files inside ``home``, Chromium's traffic held on
+	loopback by a dead proxy), plus what an upstream server needs to stay as quiet."""
+	from tests.support import server_env
+
+	env = server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error')
+	env.pop('BROWSER_USE_MCP_STATE_DIR')
+	env.pop('BROWSER_USE_MCP_LOG_LEVEL')
+	env['BROWSER_USE_PROXY_URL'] = 'http://127.0.0.1:9'  # upstream reads its proxy from here
 	env.update(extra)
 	return env
 
@@ -94,11 +82,9 @@ class Server:
 		return text, elapsed
 
 	def tree(self) -> list[psutil.Process]:
-		try:
-			root = psutil.Process(self.pid)
-			return [root, *root.children(recursive=True)]
-		except psutil.NoSuchProcess:
-			return []
+		from browser_use_mcp.browser import process_tree
+
+		return process_tree(self.pid)
 
 	def browser_roots(self) -> int:
 		"""Main Chromium processes in this server's tree (one per session or spare)."""

@@ -425,11 +425,7 @@ class ChromiumProcess:
 		return (' (' + '; '.join(parts) + ')') if parts else ''
 
 	def tree(self) -> list[psutil.Process]:
-		try:
-			root = psutil.Process(self.pid)
-			return [root, *root.children(recursive=True)]
-		except psutil.NoSuchProcess:
-			return []
+		return process_tree(self.pid)
 
 	def pids(self) -> set[int]:
 		return {p.pid for p in self.tree()}
@@ -456,6 +452,15 @@ class ChromiumProcess:
 		await wait_gone(members, timeout=3.0)
 		if WATCHDOG is not None:
 			WATCHDOG.untrack(self.pid)
+
+
+def process_tree(pid: int) -> list[psutil.Process]:
+	"""A process and all its descendants (empty when it is gone)."""
+	try:
+		root = psutil.Process(pid)
+		return [root, *root.children(recursive=True)]
+	except psutil.NoSuchProcess:
+		return []
 
 
 def _gone(proc: psutil.Process) -> bool:
