@@ -23,6 +23,24 @@ def check_url(url: str) -> None:
 		)
 
 
+def check_allowed(state, url: str) -> None:
+	"""Refuse a URL the profile's allowed/prohibited domains forbid before the browser sends
+	anything: browser-use's own check runs only after the request has gone out."""
+	watchdog = getattr(state.browser_session, '_security_watchdog', None)
+	is_allowed = getattr(watchdog, '_is_url_allowed', None)
+	if is_allowed is None or url.startswith(('about:', 'data:')):
+		return
+	try:
+		allowed = is_allowed(url)
+	except Exception:
+		return
+	if not allowed:
+		raise InvalidArgument(
+			f'{url[:200]} is not allowed by this server\'s allowed_domains/prohibited_domains settings; '
+			'navigate to an allowed site instead.'
+		)
+
+
 class NavigateArgs(Args):
 	url: str = Field(min_length=1, description='The URL to open, e.g. https://example.com.')
 	new_tab: bool = Field(False, description='Open the URL in a new tab instead of the current one.')
@@ -38,6 +56,7 @@ async def navigate(state, args: NavigateArgs, call: Call) -> str:
 	from browser_use.browser.events import NavigateToUrlEvent
 
 	check_url(args.url)
+	check_allowed(state, args.url)
 	try:
 		await dispatch(state, NavigateToUrlEvent(url=args.url, new_tab=args.new_tab), f'Navigation to {args.url}')
 	except BrowserActionFailed as exc:

@@ -299,3 +299,4 @@ async def test_without_either_guard_the_browsers_outlive_a_killed_server(raw, tm
 	async with follower.client() as mcp:
 		await mcp.ok('browser_list_sessions')
 	assert await asyncio.to_thread(wait_until, lambda: gone(survivors), 5), 'the next start-up swept them'
+
