@@ -212,8 +212,6 @@ def _uvicorn_server(app: Starlette, config: ServerConfig) -> Any:
 
 async def serve_http(config: ServerConfig) -> None:
 	"""Serve MCP over Streamable HTTP until SIGTERM/SIGINT, then close every browser."""
-	from browser_use_mcp.concurrency import install as install_concurrency
-
 	check_exposure(config)
 	check_tokens(config)
 	verifier = TokenPrincipals(config.auth_tokens) if config.auth_tokens else None
@@ -222,7 +220,6 @@ async def serve_http(config: ServerConfig) -> None:
 		logger.warning('%d auth token(s) are shorter than %d characters and could be guessed', short, MIN_TOKEN_LENGTH)
 	sock = bind_socket(config.host, config.port)
 
-	install_concurrency(config.parallel_event_buses)
 	registry = SessionRegistry(config)
 	telemetry = Telemetry(config)
 	uv: Any = None

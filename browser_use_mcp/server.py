@@ -25,13 +25,7 @@ from browser_use_mcp import __version__
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.errors import ToolError
-from browser_use_mcp.sessions import (
-	DEFAULT_SESSION_ID,
-	LOCAL_PRINCIPAL,
-	MAX_SESSION_ID_LENGTH,
-	SessionRegistry,
-	current_session,
-)
+from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry, current_session
 from browser_use_mcp.telemetry import Telemetry
 from browser_use_mcp.tools.base import Call, Reply
 
@@ -63,11 +57,9 @@ def session_tag(catalog: Catalog, name: str, arguments: Any) -> str:
 	"""Which session a call acts in, for the log lines written outside the registry's scope (an
 	unexpected failure is logged here, after the registry has let go of the session)."""
 	sid = arguments.get('session_id') if isinstance(arguments, dict) else None
-	if isinstance(sid, str) and sid.isprintable() and 0 < len(sid) <= MAX_SESSION_ID_LENGTH:
-		return sid
-	with contextlib.suppress(Exception):
-		if sid is None and catalog.get(name).scope == 'session':
-			return DEFAULT_SESSION_ID
+	with contextlib.suppress(Exception):  # an unusable id or an unknown tool: no session
+		if sid is not None or catalog.get(name).scope == 'session':
+			return catalog.registry.normalize_id(sid)
 	return '-'
 
 
@@ -158,9 +150,6 @@ async def run_until_stopped(serve: Awaitable[Any], registry: SessionRegistry, gr
 async def serve_stdio(config: ServerConfig) -> None:
 	from mcp.server.stdio import stdio_server
 
-	from browser_use_mcp.concurrency import install as install_concurrency
-
-	install_concurrency(config.parallel_event_buses)
 	registry = SessionRegistry(config)
 	await registry.start()
 	telemetry = Telemetry(config)
@@ -173,13 +162,13 @@ async def serve_stdio(config: ServerConfig) -> None:
 			)
 			# Every session is closed. Leaving the transport would wait for its stdin reader
 			# thread, which after a signal may block on a read forever: end the process now.
-			hard_exit(registry, telemetry)
+			hard_exit(telemetry)
 	finally:
 		await registry.shutdown()
 		telemetry.stopped()
 
 
-def hard_exit(registry: SessionRegistry, telemetry: Telemetry, code: int = 0) -> None:
+def hard_exit(telemetry: Telemetry, code: int = 0) -> None:
 	telemetry.stopped()
 	logger.info('shut down: all sessions closed')
 	for stream in (sys.stdout, sys.stderr):

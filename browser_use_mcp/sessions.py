@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 from uuid_extensions import uuid7str
 
-from browser_use_mcp import fast_actions, quiet_tabs
+from browser_use_mcp import concurrency, fast_actions, quiet_tabs
 from browser_use_mcp.browser import (
 	Owner,
 	SessionBrowser,
@@ -205,6 +205,8 @@ class SessionRegistry:
 		self._tie_browsers_to_server()
 		self.executable = find_chromium(self.config.executable_path)
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
+		# browser-use adjustments, all before the first session's event bus exists
+		concurrency.install(self.config.parallel_event_buses)
 		fast_actions.install(self.config.fast_actions)
 		quiet_tabs.install()
 		if self.config.prewarm > 0 and self.executable:
