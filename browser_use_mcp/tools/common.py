@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, TabNotFound
+from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, TabNotFound
 
 if TYPE_CHECKING:
 	from browser_use_mcp.sessions import SessionState
@@ -30,6 +30,32 @@ async def dispatch(state: SessionState, event: Any, action: str) -> Any:
 		raise
 	except Exception as exc:
 		raise BrowserActionFailed(f'{action} failed: {_first_line(exc)}') from exc
+
+
+def check_allowed(state: SessionState, url: str) -> None:
+	"""Refuse a URL the profile's allowed/prohibited domains forbid before the browser sends
+	anything: browser-use's own check runs only after the request has gone out."""
+	watchdog = getattr(state.browser_session, '_security_watchdog', None)
+	is_allowed = getattr(watchdog, '_is_url_allowed', None)
+	if is_allowed is None or url.startswith(('about:', 'data:')):
+		return
+	try:
+		allowed = is_allowed(url)
+	except Exception:
+		return
+	if not allowed:
+		raise InvalidArgument(
+			f"{url[:200]} is not allowed by this server's allowed_domains/prohibited_domains settings; "
+			'navigate to an allowed site instead.'
+		)
+
+
+async def open_url(state: SessionState, url: str, new_tab: bool, action: str) -> None:
+	"""Every navigation a tool starts: refused up front when the configured domains forbid it."""
+	from browser_use.browser.events import NavigateToUrlEvent
+
+	check_allowed(state, url)
+	await dispatch(state, NavigateToUrlEvent(url=url, new_tab=new_tab), action)
 
 
 async def element(state: SessionState, index: int) -> Any:

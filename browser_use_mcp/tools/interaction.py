@@ -8,7 +8,7 @@ from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.tools.base import Args, Call, session_tool
-from browser_use_mcp.tools.common import current_url, dispatch, element, viewport_size
+from browser_use_mcp.tools.common import current_url, dispatch, element, open_url, viewport_size
 
 
 class ClickArgs(Args):
@@ -38,7 +38,7 @@ def _check_click(result: object) -> None:
 	ClickArgs,
 )
 async def click(state, args: ClickArgs, call: Call) -> str:
-	from browser_use.browser.events import ClickCoordinateEvent, ClickElementEvent, NavigateToUrlEvent
+	from browser_use.browser.events import ClickCoordinateEvent, ClickElementEvent
 
 	has_x, has_y = args.coordinate_x is not None, args.coordinate_y is not None
 	if has_x != has_y:
@@ -61,7 +61,7 @@ async def click(state, args: ClickArgs, call: Call) -> str:
 		href = node.attributes.get('href')
 		if href:
 			target = urljoin(await current_url(state), href)
-			await dispatch(state, NavigateToUrlEvent(url=target, new_tab=True), f'Opening {target}')
+			await open_url(state, target, True, f'Opening {target}')
 			return f'Clicked element {args.index} and opened in new tab {target[:20]}...'
 		_check_click(await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}'))
 		return f'Clicked element {args.index} (new tab not supported for non-link elements)'

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.tools.base import Args, Call, NoArgs, session_tool
-from browser_use_mcp.tools.common import dispatch
+from browser_use_mcp.tools.common import dispatch, open_url
 
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
 
@@ -20,24 +20,6 @@ def check_url(url: str) -> None:
 	if parsed.scheme.lower() not in SCHEMES or (parsed.scheme.lower() in ('http', 'https') and not parsed.netloc):
 		raise InvalidArgument(
 			f'Invalid URL {url[:200]!r}: give an absolute URL with its scheme, e.g. https://{url.split("://")[-1][:60] or "example.com"}.'
-		)
-
-
-def check_allowed(state, url: str) -> None:
-	"""Refuse a URL the profile's allowed/prohibited domains forbid before the browser sends
-	anything: browser-use's own check runs only after the request has gone out."""
-	watchdog = getattr(state.browser_session, '_security_watchdog', None)
-	is_allowed = getattr(watchdog, '_is_url_allowed', None)
-	if is_allowed is None or url.startswith(('about:', 'data:')):
-		return
-	try:
-		allowed = is_allowed(url)
-	except Exception:
-		return
-	if not allowed:
-		raise InvalidArgument(
-			f'{url[:200]} is not allowed by this server\'s allowed_domains/prohibited_domains settings; '
-			'navigate to an allowed site instead.'
 		)
 
 
@@ -53,12 +35,9 @@ class NavigateArgs(Args):
 	NavigateArgs,
 )
 async def navigate(state, args: NavigateArgs, call: Call) -> str:
-	from browser_use.browser.events import NavigateToUrlEvent
-
 	check_url(args.url)
-	check_allowed(state, args.url)
 	try:
-		await dispatch(state, NavigateToUrlEvent(url=args.url, new_tab=args.new_tab), f'Navigation to {args.url}')
+		await open_url(state, args.url, args.new_tab, f'Navigation to {args.url}')
 	except BrowserActionFailed as exc:
 		raise BrowserActionFailed(f'{exc.message}. Check the URL and that the site is reachable from the server.') from exc
 	return f'Opened new tab with URL: {args.url}' if args.new_tab else f'Navigated to: {args.url}'

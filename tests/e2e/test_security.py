@@ -34,6 +34,18 @@ async def test_navigate_refuses_a_disallowed_url_before_any_request(tmp_path: Pa
 			assert r.is_error and 'not allowed' in r.text, r.text
 			assert hits == [], 'the disallowed URL was never requested'
 			assert (await mcp.ok('browser_get_state', session_id='guarded')).json()['url'] == f'{site}/two'
+			# the same guard covers a link opened in a new tab by browser_click
+			trap_url = f'http://localhost:{trap.server_address[1]}/via-link'
+			await mcp.ok(
+				'browser_evaluate',
+				session_id='guarded',
+				expression=f'(() => {{ const a = document.createElement("a"); a.href = "{trap_url}"; a.textContent = "out"; document.body.appendChild(a); return true; }})()',
+			)
+			state = (await mcp.ok('browser_get_state', session_id='guarded')).json()
+			link = next(e for e in state['interactive_elements'] if e.get('href') == trap_url)
+			r = await mcp.call('browser_click', session_id='guarded', index=link['index'], new_tab=True)
+			assert r.is_error and 'not allowed' in r.text, r.text
+			assert hits == [], 'the disallowed link was never requested'
 	finally:
 		await server.stop()
 		trap.shutdown()
