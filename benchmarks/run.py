@@ -206,20 +206,14 @@ async def bench_acquire(site: str, quick: bool) -> dict[str, Any]:
 			'create_p50_ms': median_ms(create),
 			'create_to_first_navigate_p50_ms': median_ms(first_nav),
 		}
-	spawn = []
-	for _ in range(2 if quick else 3):
-		started = time.perf_counter()
-		async with server('upstream') as srv:
-			await srv.ok('browser_navigate', url=f'{site}/')
-			spawn.append(time.perf_counter() - started)
-	ours_spawn = []
-	for _ in range(2 if quick else 3):
-		started = time.perf_counter()
-		async with server('ours') as srv:
-			await srv.ok('browser_navigate', url=f'{site}/')
-			ours_spawn.append(time.perf_counter() - started)
-	out['upstream spawn to first navigate'] = {'p50_ms': median_ms(spawn), 'ms': [round(t * 1000) for t in spawn]}
-	out['ours spawn to first navigate'] = {'p50_ms': median_ms(ours_spawn), 'ms': [round(t * 1000) for t in ours_spawn]}
+	for kind in ('upstream', 'ours'):
+		spawn = []
+		for _ in range(2 if quick else 3):
+			started = time.perf_counter()
+			async with server(kind) as srv:
+				await srv.ok('browser_navigate', url=f'{site}/')
+				spawn.append(time.perf_counter() - started)
+		out[f'{kind} spawn to first navigate'] = {'p50_ms': median_ms(spawn), 'ms': [round(t * 1000) for t in spawn]}
 	return out
 
 

@@ -30,10 +30,21 @@ SESSION_ID_SCHEMA = {
 
 @dataclass(frozen=True)
 class ToolInfo:
+	"""What a client learns about a tool from ``tools/list``, and nothing more."""
+
 	name: str
 	description: str
 	input_schema: dict[str, Any]
 	read_only: bool
+
+	@property
+	def properties(self) -> dict[str, Any]:
+		return self.input_schema.get('properties', {})
+
+	@property
+	def session_scoped(self) -> bool:
+		"""Acts inside one session: carries the registry's shared ``session_id`` argument."""
+		return self.properties.get('session_id') == SESSION_ID_SCHEMA
 
 
 class Catalog:
