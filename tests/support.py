@@ -255,6 +255,10 @@ class RawServer:
 	def pid(self) -> int:
 		return self.proc.pid
 
+	@property
+	def stderr_lines(self) -> list[str]:
+		return self.stderr.decode('utf-8', 'replace').splitlines()
+
 	@contextlib.asynccontextmanager
 	async def transport(self) -> AsyncIterator[Any]:
 		import anyio
@@ -307,9 +311,12 @@ class RawServer:
 		import asyncio
 
 		try:
-			return await asyncio.wait_for(self.proc.wait(), timeout)
+			code = await asyncio.wait_for(self.proc.wait(), timeout)
 		except TimeoutError:
 			return None
+		with contextlib.suppress(TimeoutError):  # the last log lines are still in the pipe
+			await asyncio.wait_for(asyncio.shield(self._stderr_task), 5)
+		return code
 
 	async def stop(self) -> None:
 		"""Whatever happened, leave no server and no browser of it behind."""

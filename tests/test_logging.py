@@ -15,13 +15,12 @@ import re
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 
 from browser_use_mcp.cli import build_parser
 from browser_use_mcp.logs import SessionFormatter, SessionTag, setup_logging
 from browser_use_mcp.sessions import current_session
-from tests.support import owned_processes, server_env
+from tests.support import RawServer, server_env
 
 LINE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) \[(?P<tag>[^\]]+)\] \S+: ')
 CONTINUATION = re.compile(r'^    \[(?P<tag>[^\]]+)\] ')
@@ -32,22 +31,20 @@ def _tag(line: str) -> str | None:
 	return match.group('tag') if match else None
 
 
-class RawServer:
-	"""The server over stdio with nothing in between: we see its stdout byte for byte."""
+class JsonRpcPipe:
+	"""Raw JSON-RPC over a server's stdio, nothing in between: we see its stdout byte for byte."""
 
-	def __init__(self, proc: asyncio.subprocess.Process) -> None:
-		self.proc = proc
+	def __init__(self, server: RawServer) -> None:
+		self.server = server
+		self.proc = server.proc
 		self.stdout_lines: list[str] = []
-		self.stderr_lines: list[str] = []
 		self._next_id = 0
 		self._waiting: dict[int, asyncio.Future[dict]] = {}
-		self._stderr_task = asyncio.create_task(self._drain_stderr())
 		self._stdout_task = asyncio.create_task(self._read_stdout())
 
-	async def _drain_stderr(self) -> None:
-		assert self.proc.stderr is not None
-		while line := await self.proc.stderr.readline():
-			self.stderr_lines.append(line.decode('utf-8', 'replace').rstrip('\n'))
+	@property
+	def stderr_lines(self) -> list[str]:
+		return self.server.stderr_lines
 
 	async def _read_stdout(self) -> None:
 		"""One reader for all requests; answers are matched to requests by id."""
@@ -82,43 +79,25 @@ class RawServer:
 
 	async def finish(self) -> None:
 		"""Close stdin (how hosts stop a stdio server), then wait for it to exit by itself."""
-		assert self.proc.stdin is not None
-		self.proc.stdin.close()
-		await asyncio.wait_for(self.proc.wait(), 30)
-		await asyncio.wait_for(asyncio.gather(self._stdout_task, self._stderr_task), 10)
+		self.server.close_stdin()
+		assert await self.server.wait(30) is not None, 'the server did not exit after stdin closed'
+		await asyncio.wait_for(self._stdout_task, 10)
 
 	async def abort(self) -> None:
-		for task in (self._stdout_task, self._stderr_task):
-			task.cancel()
-			with contextlib.suppress(BaseException):
-				await task
+		self._stdout_task.cancel()
+		with contextlib.suppress(BaseException):
+			await self._stdout_task
 
 
 @contextlib.asynccontextmanager
 async def raw_server(home: Path, *args: str, **env: str):
-	home.mkdir(parents=True, exist_ok=True)
-	proc = await asyncio.create_subprocess_exec(
-		sys.executable,
-		'-m',
-		'browser_use_mcp',
-		*args,
-		stdin=asyncio.subprocess.PIPE,
-		stdout=asyncio.subprocess.PIPE,
-		stderr=asyncio.subprocess.PIPE,
-		env=server_env(home, **env),
-	)
-	server = RawServer(proc)
+	server = await RawServer(home, *args, env=server_env(home, **env)).start()
+	pipe = JsonRpcPipe(server)
 	try:
-		yield server
+		yield pipe
 	finally:
-		leftovers = owned_processes(proc.pid)
-		if proc.returncode is None:
-			proc.kill()
-			await proc.wait()
-		for pid in leftovers:
-			with contextlib.suppress(psutil.NoSuchProcess):
-				psutil.Process(pid).kill()
-		await server.abort()
+		await server.stop()
+		await pipe.abort()
 
 
 async def test_logs_on_stderr_only_each_line_tagged_with_its_session(tmp_path: Path, site: str) -> None:
