@@ -7,6 +7,7 @@ and counts real Chromium processes by PID.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -135,17 +136,9 @@ async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_pat
 		assert b'start-up sweep' in server.stderr
 	finally:
 		for proc in (orphan, live_servers, strangers):
-			with pytest.raises(Exception) if False else _suppress():
+			with contextlib.suppress(ProcessLookupError):
 				os.killpg(proc.pid, signal.SIGKILL)
 			proc.wait(5)
-
-
-class _suppress:
-	def __enter__(self) -> None:
-		return None
-
-	def __exit__(self, *exc: object) -> bool:
-		return True
 
 
 # -- expiry and lost state ----------------------------------------------------------------------
@@ -155,14 +148,15 @@ async def test_idle_session_expires_and_the_next_call_is_told_once(raw, tmp_path
 	server = await start(raw, tmp_path / 'home', '--idle-timeout', '2')
 	async with server.client() as mcp:
 		await mcp.ok('browser_navigate', session_id='idle', url=f'{site}/login?user=ann')
+		idle_pids = owned_processes(server.pid)
 		await mcp.ok('browser_navigate', session_id='busy', url=f'{site}/two')
-		pids = owned_processes(server.pid)
 		deadline = time.monotonic() + 2
 		for _ in range(8):  # keep 'busy' active while 'idle' idles out
 			await asyncio.sleep(0.5)
 			await mcp.ok('browser_get_state', session_id='busy')
 		listed = [s['session_id'] for s in (await mcp.ok('browser_list_sessions')).json()]
 		assert listed == ['busy']
+		assert gone(idle_pids), "the expired session's browser processes are released"
 		print(f'idle session reaped; checked {time.monotonic() - deadline:.2f} s after its deadline')
 		lost = await mcp.call('browser_get_state', session_id='idle')
 		assert lost.is_error
@@ -172,7 +166,6 @@ async def test_idle_session_expires_and_the_next_call_is_told_once(raw, tmp_path
 		assert fresh.text.startswith('Navigated to')
 		assert (await mcp.ok('browser_get_state', session_id='idle')).json()['title'] == 'Who: nobody'
 		assert len(chromium_pids(owned_processes(server.pid))) >= 2
-		del pids
 
 
 async def test_max_session_duration_closes_even_an_active_session(raw, tmp_path: Path, site: str) -> None:
