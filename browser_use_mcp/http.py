@@ -1,11 +1,13 @@
-"""Streamable HTTP transport: one server, many MCP hosts, each principal with its own sessions.
+"""HTTP transports: one server, many MCP hosts, each principal with its own sessions.
 
 The MCP SDK does the protocol work (``StreamableHTTPSessionManager`` serves both the
-handshake-era protocol and the stateless 2026-07-28 one at the same path); this module adds
-what a shared server needs around it: bearer tokens that map to principals, a refusal to
-expose an unauthenticated server beyond loopback, and the same shutdown as stdio. Browser
-sessions belong to the registry, not to the HTTP connection, so a client that reconnects
-with a ``session_id`` finds it as it left it.
+handshake-era protocol and the stateless 2026-07-28 one at /mcp; ``SseServerTransport``
+serves the legacy HTTP+SSE transport at /sse and /messages/ for clients that speak nothing
+else, such as the 1.x Python SDK); this module adds what a shared server needs around it:
+bearer tokens that map to principals, a refusal to expose an unauthenticated server beyond
+loopback, and the same shutdown as stdio. Browser sessions belong to the registry, not to
+the HTTP connection or the transport, so a client that reconnects with a ``session_id`` finds
+it as it left it, over either transport.
 """
 
 from __future__ import annotations
@@ -20,16 +22,22 @@ import sys
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import anyio
 from mcp.server import Server
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
+from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
@@ -40,6 +48,10 @@ from browser_use_mcp.telemetry import Telemetry
 logger = logging.getLogger('browser_use_mcp.http')
 
 MCP_PATH = '/mcp'
+# The legacy HTTP+SSE transport (protocol 2024-11-05), for clients that speak nothing newer:
+# GET SSE_PATH opens the stream, whose first event names MESSAGES_PATH?session_id=... to POST to.
+SSE_PATH = '/sse'
+MESSAGES_PATH = '/messages/'
 # A token shorter than this can be guessed by anyone who can reach the port.
 MIN_TOKEN_LENGTH = 16
 # How long a handshake-era transport session (Mcp-Session-Id) may sit unused before the SDK
@@ -47,6 +59,8 @@ MIN_TOKEN_LENGTH = 16
 MIN_TRANSPORT_IDLE = 1800.0
 # After the browsers are closed, how long uvicorn may take to end open streams.
 HTTP_SHUTDOWN_GRACE = 2.0
+# At shutdown, how long legacy SSE streams stay open for answers to requests still in flight.
+SSE_DRAIN = 1.0
 
 
 def principal_for_token(token: str) -> str:
@@ -144,30 +158,174 @@ def transport_security(host: str) -> TransportSecuritySettings | None:
 	)
 
 
+class _Asgi:
+	"""An ASGI callable as Starlette routes it: a bound method would be taken for a request handler."""
+
+	def __init__(self, app: ASGIApp) -> None:
+		self.app = app
+
+	async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+		await self.app(scope, receive, send)
+
+
+class _SseStream:
+	"""One open legacy SSE stream: how to end it, and its client's requests not yet answered."""
+
+	def __init__(self) -> None:
+		self.cancel = anyio.CancelScope()
+		self.pending: set[RequestId] = set()
+
+
+class _Inbound:
+	"""The server loop's read stream (the SDK's ``ReadStream`` protocol), noting each request."""
+
+	def __init__(self, inner: Any, pending: set[RequestId]) -> None:
+		self._inner = inner
+		self._pending = pending
+
+	@property
+	def last_context(self) -> Any:
+		# the SDK runs each message in the context of the POST that carried it
+		return getattr(self._inner, 'last_context', None)
+
+	def _note(self, item: Any) -> Any:
+		message = item.message if isinstance(item, SessionMessage) else None
+		if isinstance(message, JSONRPCRequest):
+			self._pending.add(message.id)
+		elif isinstance(message, JSONRPCNotification) and message.method == 'notifications/cancelled':
+			cancelled = (message.params or {}).get('requestId')
+			if isinstance(cancelled, int | str):  # a cancelled request gets no answer
+				self._pending.discard(cancelled)
+		return item
+
+	async def receive(self) -> Any:
+		return self._note(await self._inner.receive())
+
+	def __aiter__(self) -> _Inbound:
+		return self
+
+	async def __anext__(self) -> Any:
+		return self._note(await self._inner.__anext__())
+
+	async def aclose(self) -> None:
+		await self._inner.aclose()
+
+	async def __aenter__(self) -> _Inbound:
+		return self
+
+	async def __aexit__(self, *_exc: object) -> None:
+		await self.aclose()
+
+
+class _Outbound:
+	"""The server loop's write stream (``WriteStream``), crossing off each request answered."""
+
+	def __init__(self, inner: Any, pending: set[RequestId]) -> None:
+		self._inner = inner
+		self._pending = pending
+
+	async def send(self, item: SessionMessage, /) -> None:
+		await self._inner.send(item)
+		if isinstance(item.message, JSONRPCResponse | JSONRPCError) and item.message.id is not None:
+			self._pending.discard(item.message.id)
+
+	async def aclose(self) -> None:
+		await self._inner.aclose()
+
+	async def __aenter__(self) -> _Outbound:
+		return self
+
+	async def __aexit__(self, *_exc: object) -> None:
+		await self.aclose()
+
+
+class LegacySse:
+	"""The legacy HTTP+SSE transport, served by the same ``Server`` as /mcp.
+
+	The SDK's ``SseServerTransport`` does the protocol, checks Host/Origin, and binds each SSE
+	session to the principal that opened it (a POST from another principal gets the 404 of an
+	unknown session). What it lacks is an end: a stream lasts as long as its client keeps it
+	open, so ``close`` ends them all at shutdown, once requests in flight have their answers.
+	"""
+
+	def __init__(self, server: Server[Any], security: TransportSecuritySettings | None) -> None:
+		self._server = server
+		self.transport = SseServerTransport(MESSAGES_PATH, security_settings=security)
+		self._streams: set[_SseStream] = set()
+		self._closing = False
+
+	async def stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+		"""ASGI app for GET SSE_PATH: one MCP connection for as long as the stream is open."""
+		if scope['method'] != 'GET':
+			await Response(status_code=405, headers={'Allow': 'GET'})(scope, receive, send)
+			return
+		stream = _SseStream()
+		async with contextlib.AsyncExitStack() as stack:
+			try:
+				read, write = await stack.enter_async_context(self.transport.connect_sse(scope, receive, send))
+			except ValueError:  # refused by the Host/Origin check, which has sent the answer
+				return
+			self._streams.add(stream)
+			try:
+				with stream.cancel:
+					if self._closing:
+						stream.cancel.cancel()
+					server = self._server
+					options = server.create_initialization_options()
+					await server.run(_Inbound(read, stream.pending), _Outbound(write, stream.pending), options)
+			finally:
+				self._streams.discard(stream)
+				# The event stream ends once the server's side is closed (a cancel can come
+				# before the server loop took ownership of it).
+				await write.aclose()
+
+	async def close(self, drain: float) -> None:
+		"""End every open stream, letting requests in flight be answered for up to ``drain`` s."""
+		self._closing = True
+		loop = asyncio.get_running_loop()
+		deadline = loop.time() + drain
+		while any(s.pending for s in self._streams) and loop.time() < deadline:
+			await asyncio.sleep(0.02)
+		for stream in list(self._streams):
+			stream.cancel.cancel()
+
+
 def build_app(server: Server[Any], config: ServerConfig, verifier: TokenPrincipals | None) -> Starlette:
-	"""The ASGI app: the SDK's Streamable HTTP endpoint at /mcp, behind bearer auth if configured.
+	"""The ASGI app: the SDK's Streamable HTTP endpoint at /mcp and its legacy HTTP+SSE one at
+	/sse and /messages/, one ``Server`` behind both, behind bearer auth if configured.
 
 	Setting the SDK's ``AuthenticatedUser`` on each request also makes the SDK bind every
-	handshake-era transport session to the principal that opened it.
+	handshake-era transport session and every SSE session to the principal that opened it.
+	The ``LegacySse`` is ``app.state.legacy_sse``, for ``serve_http`` to close at shutdown.
 	"""
 	idle = config.idle_timeout
+	security = transport_security(config.host)
 	manager = StreamableHTTPSessionManager(
 		app=server,
-		security_settings=transport_security(config.host),
+		security_settings=security,
 		session_idle_timeout=max(MIN_TRANSPORT_IDLE, idle) if idle > 0 else None,
 	)
-	endpoint: Any = StreamableHTTPASGIApp(manager)
+	legacy = LegacySse(server, security)
 	middleware: list[Middleware] = []
 	if verifier is not None:
-		endpoint = RequireAuthMiddleware(endpoint, required_scopes=[])
 		middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)))
+
+	def protect(app: ASGIApp) -> ASGIApp:
+		return RequireAuthMiddleware(app, required_scopes=[]) if verifier is not None else _Asgi(app)
 
 	@contextlib.asynccontextmanager
 	async def lifespan(_app: Starlette) -> AsyncIterator[None]:
 		async with manager.run():
 			yield
 
-	return Starlette(routes=[Route(MCP_PATH, endpoint=endpoint)], middleware=middleware, lifespan=lifespan)
+	routes = [
+		Route(MCP_PATH, endpoint=protect(StreamableHTTPASGIApp(manager))),
+		Route(SSE_PATH, endpoint=protect(legacy.stream)),
+		Route(MESSAGES_PATH, endpoint=protect(legacy.transport.handle_post_message)),
+	]
+	app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+	app.state.legacy_sse = legacy
+	return app
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -211,7 +369,8 @@ def _uvicorn_server(app: Starlette, config: ServerConfig) -> Any:
 
 
 async def serve_http(config: ServerConfig) -> None:
-	"""Serve MCP over Streamable HTTP until SIGTERM/SIGINT, then close every browser."""
+	"""Serve MCP over HTTP (Streamable HTTP, and legacy HTTP+SSE) until SIGTERM/SIGINT, then
+	close every browser."""
 	check_exposure(config)
 	check_tokens(config)
 	verifier = TokenPrincipals(config.auth_tokens) if config.auth_tokens else None
@@ -223,24 +382,35 @@ async def serve_http(config: ServerConfig) -> None:
 	registry = SessionRegistry(config)
 	telemetry = Telemetry(config)
 	uv: Any = None
+	legacy: LegacySse | None = None
 	serving: asyncio.Task[None] | None = None
 	try:
-		await registry.start()
+		registry.begin()
 		telemetry.started()
 		principal_of: PrincipalOf = principal_from_request if verifier else (lambda _ctx: LOCAL_PRINCIPAL)
 		server = build_server(Catalog(registry), principal_of=principal_of, telemetry=telemetry)
-		uv = _uvicorn_server(build_app(server, config, verifier), config)
+		app = build_app(server, config, verifier)
+		legacy = app.state.legacy_sse
+		uv = _uvicorn_server(app, config)
 		serving = asyncio.create_task(uv.serve(sockets=[sock]), name='http-server')
 		bare = config.host.strip('[]')
 		host = f'[{bare}]' if ':' in bare else bare
 		auth = f'{len(verifier)} token(s)' if verifier else 'no authentication'
-		print(f'browser-use-mcp: serving MCP at http://{host}:{config.port}{MCP_PATH} ({auth})', file=sys.stderr, flush=True)
+		print(
+			f'browser-use-mcp: serving MCP at http://{host}:{config.port}{MCP_PATH} (legacy HTTP+SSE at {SSE_PATH}; {auth})',
+			file=sys.stderr,
+			flush=True,
+		)
 		# run_until_stopped cancels what it is given; the shield keeps that cancel from tearing
 		# uvicorn down mid-response, so it can be stopped in order below.
 		await run_until_stopped(asyncio.shield(serving), registry, config.shutdown_grace)
 	finally:
 		await registry.shutdown()
 		if serving is not None:
+			# An SSE stream lasts until its client leaves: end them, or uvicorn would wait on them.
+			if legacy is not None:
+				with contextlib.suppress(Exception):
+					await legacy.close(SSE_DRAIN)
 			uv.should_exit = True
 			try:
 				await asyncio.wait_for(asyncio.shield(serving), timeout=HTTP_SHUTDOWN_GRACE)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the server and its tests need, idempotently: Debian's Chromium (when no
 # Chromium/Chrome is found), a virtualenv in .venv, and this package with its test extras.
+# With --test, also what only the tests use (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,4 +33,25 @@ if ! .venv/bin/python -c "import browser_use_mcp, pytest, pytest_asyncio, hypoth
 	.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v -e "^WARNING: Location" -e "is ignored" >&2 || true
 	.venv/bin/python -c "import browser_use_mcp, pytest_asyncio" # fail loudly if the install did not work
 	touch .venv/.installed
+fi
+
+[ "${1:-}" = "--test" ] || exit 0
+
+# The 1.x MCP SDK, whose only HTTP client speaks the legacy HTTP+SSE transport, for
+# tests/e2e/test_http_sse.py. It cannot share .venv (mcp 2.x), so it gets .venv-mcp1. Only the
+# tests need it: if it cannot be installed (offline), say so and carry on.
+MCP1_REQS=tests/compat/requirements-mcp1.txt
+mcp1_ok() {
+	.venv-mcp1/bin/python -c "import importlib.metadata as m, mcp.client.sse; assert m.version('mcp') == '1.2.1'" >/dev/null 2>&1
+}
+if [ ! -x .venv-mcp1/bin/python ]; then
+	"$PY" -m venv .venv-mcp1 || true
+fi
+if [ -x .venv-mcp1/bin/python ] && { ! mcp1_ok || [ "$MCP1_REQS" -nt .venv-mcp1/.installed ]; }; then
+	.venv-mcp1/bin/python -m pip install -q --disable-pip-version-check -r "$MCP1_REQS" 2>&1 | grep -v -e "^WARNING: Location" -e "is ignored" >&2 || true
+	if mcp1_ok; then
+		touch .venv-mcp1/.installed
+	else
+		echo "setup: could not install mcp==1.2.1 into .venv-mcp1; tests/e2e/test_http_sse.py will fail" >&2
+	fi
 fi
