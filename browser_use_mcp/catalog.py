@@ -36,6 +36,7 @@ class ToolInfo:
 	description: str
 	input_schema: dict[str, Any]
 	read_only: bool
+	output_schema: dict[str, Any] | None = None  # the structured content of its successful results
 
 	@property
 	def properties(self) -> dict[str, Any]:
@@ -58,7 +59,7 @@ class Catalog:
 		if tool.scope == 'session':
 			schema['properties']['session_id'] = dict(SESSION_ID_SCHEMA)
 		description = tool.description.replace(RETENTION_PLACEHOLDER, self.registry.retention_text())
-		return ToolInfo(tool.name, description, schema, tool.read_only)
+		return ToolInfo(tool.name, description, schema, tool.read_only, tool.output_schema())
 
 	def list(self) -> list[ToolInfo]:
 		return list(self._infos)
@@ -75,7 +76,7 @@ class Catalog:
 			raise InvalidArgument(f'Arguments for {name} must be a JSON object.')
 		args = dict(arguments or {})
 		if tool.scope == 'admin':
-			return _as_reply(await tool.handler(self.registry, tool.parse(args), call))
+			return _checked(tool, _as_reply(await tool.handler(self.registry, tool.parse(args), call)))
 		session_id = args.pop('session_id', None)
 		parsed = tool.parse(args)
 
@@ -84,10 +85,22 @@ class Catalog:
 			return await tool.handler(state, parsed, call)
 
 		state, result = await self.registry.run(call.principal, session_id, act, create=tool.creates_session)
-		reply = _as_reply(result)
+		reply = _checked(tool, _as_reply(result))
 		reply.notes.extend(state.take_notes())
 		return reply
 
 
 def _as_reply(result: Reply | str) -> Reply:
 	return result if isinstance(result, Reply) else Reply(str(result))
+
+
+def _checked(tool: Tool, reply: Reply) -> Reply:
+	"""Structured content goes out exactly when the tool declares an output schema: content nobody
+	declared, or a declared schema with no content, is a bug here (the 2.x SDK client rejects the
+	latter), reported as an unexpected failure rather than sent."""
+	if (reply.structured is None) != (tool.output is None):
+		raise RuntimeError(
+			f'{tool.name} returned {"no " if reply.structured is None else ""}structured content but '
+			f'{"declares" if tool.output is not None else "declares no"} output schema'
+		)
+	return reply

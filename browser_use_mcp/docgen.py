@@ -44,6 +44,7 @@ def from_mcp(tools: Iterable[Any]) -> list[ToolInfo]:
 			t.description or '',
 			t.input_schema,
 			bool(t.annotations and t.annotations.read_only_hint),
+			t.output_schema,
 		)
 		for t in tools
 	]
@@ -133,7 +134,9 @@ def render_tools_md(tools: list[ToolInfo]) -> str:
 	out += [
 		'',
 		'Calls with the same `session_id` run one at a time, in order; calls with different ids run in parallel. '
-		'Errors come back as MCP tool results with `isError: true` and a message saying what to do next.',
+		'Errors come back as MCP tool results with `isError: true` and a message saying what to do next. '
+		'Tools with a structured result below declare it as their `outputSchema` and return it as '
+		'`structuredContent` beside the text; error results carry none.',
 		'',
 		'## Browser tools',
 		'',
@@ -160,6 +163,8 @@ def _tool_section(tool: ToolInfo, skip: tuple[str, ...] = ()) -> list[str]:
 			)
 	else:
 		lines.append('No arguments.')
+	if tool.output_schema is not None:
+		lines += ['', f'Structured result: `{_shape(tool.output_schema)}`']
 	notes = []
 	if 'session_id' in skip and 'session_id' in tool.properties:
 		notes.append('Also takes the optional `session_id`.')
@@ -168,6 +173,18 @@ def _tool_section(tool: ToolInfo, skip: tuple[str, ...] = ()) -> list[str]:
 	if notes:
 		lines += ['', ' '.join(notes)]
 	return [*lines, '']
+
+
+def _shape(schema: dict[str, Any]) -> str:
+	"""An output schema as a one-line JSON-like sketch: ``{"tabs": [{"tab_id": string}]}``."""
+	if 'anyOf' in schema:
+		return ' | '.join(_shape(s) for s in schema['anyOf'])
+	kind = schema.get('type')
+	if kind == 'object' and 'properties' in schema:
+		return '{' + ', '.join(f'{json.dumps(k)}: {_shape(v)}' for k, v in schema['properties'].items()) + '}'
+	if kind == 'array':
+		return f'[{_shape(schema.get("items", {}))}, …]'
+	return str(kind) if kind else 'any JSON value'
 
 
 def render_readme_table(tools: list[ToolInfo]) -> str:

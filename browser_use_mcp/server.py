@@ -73,6 +73,7 @@ def build_server(
 			name=info.name,
 			description=info.description,
 			input_schema=info.input_schema,
+			output_schema=info.output_schema,
 			annotations=types.ToolAnnotations(read_only_hint=True) if info.read_only else None,
 		)
 		for info in catalog.list()

@@ -8,7 +8,17 @@ from typing import Any
 from pydantic import Field
 
 from browser_use_mcp.errors import SessionNotFound
-from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Args, Call, NoArgs, Reply, admin_tool, as_json
+from browser_use_mcp.tools.base import (
+	RETENTION_PLACEHOLDER,
+	Args,
+	Call,
+	NoArgs,
+	Number,
+	Output,
+	Reply,
+	admin_tool,
+	as_json,
+)
 
 RETENTION = RETENTION_PLACEHOLDER  # filled in by the catalog from the server's configuration
 
@@ -19,23 +29,37 @@ class CreateArgs(Args):
 	)
 
 
+# Output models: field order is the key order of the JSON text, which clients written for the
+# first release already parse; keep it.
+
+
+class CreatedSession(Output):
+	session_id: str = Field(description='Pass it as session_id to every browser tool.')
+	created: bool = Field(description='false: a session with this id was already open and is returned as it is.')
+	idle_timeout_seconds: Number | None = Field(description='Closed after this long unused; null: never.')
+	max_session_duration_seconds: Number | None = Field(description='Closed this long after creation; null: no limit.')
+	expires_in_seconds: Number | None = Field(description='Seconds until it is closed if left alone; null: never.')
+	retention: str = Field(description='The retention policy in words.')
+
+
 @admin_tool(
 	'browser_create_session',
 	'Create a new isolated browser session (own browser, cookies, tabs, downloads) and return its session_id; '
 	'pass that id to every browser tool to act in this session. ' + RETENTION,
 	CreateArgs,
+	output=CreatedSession,
 )
 async def create_session(registry, args: CreateArgs, call: Call) -> Reply:
 	state, created = await registry.create(call.principal, args.session_id)
-	info = {
-		'session_id': state.session_id,
-		'created': created,
-		'idle_timeout_seconds': registry.config.idle_timeout or None,
-		'max_session_duration_seconds': registry.config.max_session_duration or None,
-		'expires_in_seconds': _round(state.expires_in()),
-		'retention': registry.retention_text(),
-	}
-	return Reply(as_json(info), structured=info, notes=state.take_notes())
+	out = CreatedSession(
+		session_id=state.session_id,
+		created=created,
+		idle_timeout_seconds=registry.config.idle_timeout or None,
+		max_session_duration_seconds=registry.config.max_session_duration or None,
+		expires_in_seconds=_round(state.expires_in()),
+		retention=registry.retention_text(),
+	).dump()
+	return Reply(as_json(out), structured=out, notes=state.take_notes())
 
 
 def _round(value: float | None) -> float | None:
@@ -46,7 +70,25 @@ def _stamp(ts: float) -> str:
 	return time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(ts))
 
 
-def describe(state: Any, now: float) -> dict[str, Any]:
+class SessionInfo(Output):
+	session_id: str
+	created_at: str = Field(description='Local time, YYYY-MM-DD HH:MM:SS.')
+	last_activity: str = Field(description='Local time of the last call in this session, YYYY-MM-DD HH:MM:SS.')
+	active: bool = Field(description='Its browser is running.')
+	current_url: str | None = Field(description="The focused tab's URL; null if unknown.")
+	age_minutes: Number
+	default: bool = Field(description='This is the default session (calls without session_id).')
+	tabs: int = Field(description='Open tabs.')
+	busy: bool = Field(description='A call is running in it now.')
+	idle_seconds: Number
+	expires_in_seconds: Number | None = Field(description='Seconds until it is closed if left alone; null: never.')
+
+
+class SessionList(Output):
+	sessions: list[SessionInfo] = Field(description='Oldest first; empty when there are none.')
+
+
+def describe(state: Any, now: float) -> SessionInfo:
 	bs = state.browser_session
 	tabs = 0
 	url = None
@@ -57,19 +99,19 @@ def describe(state: Any, now: float) -> dict[str, Any]:
 			url = bs.session_manager.get_target(focus).url if focus and bs.session_manager else None
 		except Exception:
 			pass
-	return {
-		'session_id': state.session_id,
-		'created_at': _stamp(state.created_at),
-		'last_activity': _stamp(state.last_activity),
-		'active': state.browser.alive(),
-		'current_url': url,
-		'age_minutes': round((now - state.created_at) / 60, 2),
-		'default': state.is_default,
-		'tabs': tabs,
-		'busy': state.busy > 0,
-		'idle_seconds': round(state.idle_seconds(now), 1),
-		'expires_in_seconds': _round(state.expires_in(now)),
-	}
+	return SessionInfo(
+		session_id=state.session_id,
+		created_at=_stamp(state.created_at),
+		last_activity=_stamp(state.last_activity),
+		active=state.browser.alive(),
+		current_url=url,
+		age_minutes=round((now - state.created_at) / 60, 2),
+		default=state.is_default,
+		tabs=tabs,
+		busy=state.busy > 0,
+		idle_seconds=round(state.idle_seconds(now), 1),
+		expires_in_seconds=_round(state.expires_in(now)),
+	)
 
 
 @admin_tool(
@@ -78,12 +120,14 @@ def describe(state: Any, now: float) -> dict[str, Any]:
 	'last-activity times, idle seconds and seconds until it expires.',
 	NoArgs,
 	read_only=True,
+	output=SessionList,
 )
 async def list_sessions(registry, args: NoArgs, call: Call) -> Reply:
 	now = time.time()
-	sessions = [describe(s, now) for s in sorted(registry.sessions(call.principal), key=lambda s: s.created_at)]
-	text = as_json(sessions) if sessions else 'No active browser sessions'
-	return Reply(text, structured={'sessions': sessions})
+	states = sorted(registry.sessions(call.principal), key=lambda s: s.created_at)
+	out = SessionList(sessions=[describe(s, now) for s in states]).dump()
+	text = as_json(out['sessions']) if out['sessions'] else 'No active browser sessions'
+	return Reply(text, structured=out)
 
 
 class CloseSessionArgs(Args):
@@ -103,15 +147,20 @@ async def close_session(registry, args: CloseSessionArgs, call: Call) -> str:
 	raise SessionNotFound(args.session_id)
 
 
+class ClosedCount(Output):
+	closed: int = Field(description='How many sessions were closed.')
+
+
 @admin_tool(
 	'browser_close_all',
 	'Close all of your browser sessions (the default one included) and free their resources.',
 	NoArgs,
+	output=ClosedCount,
 )
 async def close_all(registry, args: NoArgs, call: Call) -> Reply:
-	count = await registry.close_all(call.principal)
-	text = f'Closed {count} sessions' if count else 'No active sessions to close'
-	return Reply(text, structured={'closed': count})
+	out = ClosedCount(closed=await registry.close_all(call.principal)).dump()
+	text = f'Closed {out["closed"]} sessions' if out['closed'] else 'No active sessions to close'
+	return Reply(text, structured=out)
 
 
 class CloseBrowserArgs(Args):

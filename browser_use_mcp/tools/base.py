@@ -1,8 +1,14 @@
-"""What a tool is: a name, a description, an input model and one async function.
+"""What a tool is: a name, a description, an input model, an optional output model and one
+async function.
 
 The JSON schema a client sees is generated from the pydantic input model and then shaped
 like upstream's hand-written one (no titles, ``X | None`` shown as plain ``X``), so clients
 written for upstream see the same names, types, defaults and required lists.
+
+A tool that returns structured content declares an output model; its ``outputSchema`` is
+generated from it (titles dropped, nested models inlined, ``X | None`` kept as "X or null":
+unlike arguments, output values really are null). The handler builds one instance of that
+model and derives both the text and the structured content from it, so they cannot drift.
 """
 
 from __future__ import annotations
@@ -10,9 +16,9 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, WithJsonSchema
 
 from browser_use_mcp.errors import InvalidArgument
 
@@ -31,6 +37,19 @@ class Args(BaseModel):
 
 class NoArgs(Args):
 	pass
+
+
+class Output(BaseModel):
+	"""Base of every tool's output model (the structured content of its successful results)."""
+
+	def dump(self) -> dict[str, Any]:
+		"""The structured content: this instance as JSON types, fields in declaration order."""
+		return self.model_dump(mode='json')
+
+
+# A JSON number that stays an int when it is one (pydantic's ``float`` would turn 600 into 600.0
+# and change the text a client already parses); advertised as plain "number".
+Number = Annotated[int | float, WithJsonSchema({'type': 'number'})]
 
 
 @dataclass
@@ -78,9 +97,13 @@ class Tool:
 	scope: Literal['session', 'admin'] = 'session'
 	read_only: bool = False
 	creates_session: bool = True  # False: acts only on an existing session (browser_close)
+	output: type[Output] | None = None  # the structured content of a successful result, if any
 
 	def input_schema(self) -> dict[str, Any]:
 		return model_schema(self.args)
+
+	def output_schema(self) -> dict[str, Any] | None:
+		return None if self.output is None else output_model_schema(self.output)
 
 	def parse(self, arguments: dict[str, Any]) -> Args:
 		try:
@@ -90,17 +113,25 @@ class Tool:
 
 
 def session_tool(
-	name: str, description: str, args: type[Args] = NoArgs, *, read_only: bool = False, creates_session: bool = True
+	name: str,
+	description: str,
+	args: type[Args] = NoArgs,
+	*,
+	read_only: bool = False,
+	creates_session: bool = True,
+	output: type[Output] | None = None,
 ):
 	def register(fn: SessionHandler) -> Tool:
-		return Tool(name, description, args, fn, 'session', read_only, creates_session)
+		return Tool(name, description, args, fn, 'session', read_only, creates_session, output)
 
 	return register
 
 
-def admin_tool(name: str, description: str, args: type[Args] = NoArgs, *, read_only: bool = False):
+def admin_tool(
+	name: str, description: str, args: type[Args] = NoArgs, *, read_only: bool = False, output: type[Output] | None = None
+):
 	def register(fn: AdminHandler) -> Tool:
-		return Tool(name, description, args, fn, 'admin', read_only)
+		return Tool(name, description, args, fn, 'admin', read_only, output=output)
 
 	return register
 
@@ -127,6 +158,61 @@ def model_schema(model: type[BaseModel]) -> dict[str, Any]:
 	schema: dict[str, Any] = {'type': 'object', 'properties': _clean(raw.get('properties', {}))}
 	if raw.get('required'):
 		schema['required'] = list(raw['required'])
+	return schema
+
+
+# Keywords whose value maps names to schemas (a property may well be called "title").
+_SCHEMA_MAPS = ('properties', 'patternProperties', '$defs')
+# Keywords whose value is data, not schema: left exactly as they are.
+_DATA = ('default', 'const', 'enum', 'examples')
+
+
+def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+	"""Replace every ``{"$ref": "#/$defs/X"}`` with X itself (our output models are not recursive)."""
+	if isinstance(node, list):
+		return [_inline(v, defs, seen) for v in node]
+	if not isinstance(node, dict):
+		return node
+	ref = node.get('$ref')
+	if isinstance(ref, str) and ref.startswith('#/$defs/'):
+		name = ref.removeprefix('#/$defs/')
+		if name in seen:
+			raise ValueError(f'output model refers to itself through {name}; output schemas are inlined')
+		target = _inline(defs[name], defs, (*seen, name))
+		return {**target, **{k: _inline(v, defs, seen) for k, v in node.items() if k != '$ref'}}
+	out = {}
+	for key, value in node.items():
+		if key in _SCHEMA_MAPS and isinstance(value, dict):
+			out[key] = {name: _inline(sub, defs, seen) for name, sub in value.items()}
+		else:
+			out[key] = value if key in _DATA else _inline(value, defs, seen)
+	return out
+
+
+def _drop_titles(node: Any) -> Any:
+	if isinstance(node, list):
+		return [_drop_titles(v) for v in node]
+	if not isinstance(node, dict):
+		return node
+	out = {}
+	for key, value in node.items():
+		if key == 'title' or key == '$defs':
+			continue
+		if key in _SCHEMA_MAPS and isinstance(value, dict):
+			out[key] = {name: _drop_titles(sub) for name, sub in value.items()}
+		else:
+			out[key] = value if key in _DATA else _drop_titles(value)
+	return out
+
+
+def output_model_schema(model: type[BaseModel]) -> dict[str, Any]:
+	"""The ``outputSchema`` of a tool whose structured content is ``model``: a self-contained JSON
+	Schema (2020-12) with ``"type": "object"`` at the root, as the MCP spec requires."""
+	raw = model.model_json_schema(mode='serialization')
+	schema = _drop_titles(_inline(raw, raw.get('$defs', {})))
+	schema.pop('description', None)  # the model's docstring is for readers of the code
+	if schema.get('type') != 'object':
+		raise ValueError(f'{model.__name__}: an output schema must have "type": "object" at its root')
 	return schema
 
 

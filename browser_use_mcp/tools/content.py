@@ -6,11 +6,11 @@ import base64
 import json
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from browser_use_mcp.errors import BrowserActionFailed
 from browser_use_mcp.llm import make_llm
-from browser_use_mcp.tools.base import Args, Call, Image, Reply, as_json, session_tool
+from browser_use_mcp.tools.base import Args, Call, Image, Output, Reply, as_json, session_tool
 from browser_use_mcp.tools.common import current_title, evaluate, tab_titles, viewport_size
 
 
@@ -154,15 +154,21 @@ class EvaluateArgs(Args):
 	)
 
 
+class Evaluated(Output):
+	# JsonValue: any JSON type, null included; its schema is the empty (accept-all) schema.
+	result: JsonValue = Field(description="The expression's value: any JSON value; null for undefined or null.")
+
+
 @session_tool(
 	'browser_evaluate',
 	"Run a JavaScript expression in the session's current page and return its value as JSON (DOM nodes and "
 	'functions are not serializable: return their properties instead).',
 	EvaluateArgs,
+	output=Evaluated,
 )
 async def evaluate_js(state, args: EvaluateArgs, call: Call) -> Reply:
-	value = await evaluate(state, args.expression, await_promise=True)
-	return Reply(json.dumps(value, ensure_ascii=False), structured={'result': value})
+	out = Evaluated(result=await evaluate(state, args.expression, await_promise=True)).dump()
+	return Reply(json.dumps(out['result'], ensure_ascii=False), structured=out)
 
 
 TOOLS = [get_state, get_html, screenshot, extract_content, evaluate_js]

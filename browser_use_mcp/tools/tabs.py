@@ -6,8 +6,18 @@ import asyncio
 
 from pydantic import Field
 
-from browser_use_mcp.tools.base import Args, Call, NoArgs, Reply, as_json, session_tool
+from browser_use_mcp.tools.base import Args, Call, NoArgs, Output, Reply, as_json, session_tool
 from browser_use_mcp.tools.common import current_url, dispatch, list_tabs, public_tabs, resolve_tab, tab_titles
+
+
+class TabInfo(Output):  # field order is the key order of the JSON text
+	tab_id: str = Field(description='What browser_switch_tab and browser_close_tab take.')
+	url: str
+	title: str
+
+
+class TabList(Output):
+	tabs: list[TabInfo]
 
 
 @session_tool(
@@ -15,10 +25,11 @@ from browser_use_mcp.tools.common import current_url, dispatch, list_tabs, publi
 	"List the open tabs of the session's browser, each with its 4-character tab_id, URL and title.",
 	NoArgs,
 	read_only=True,
+	output=TabList,
 )
 async def list_tabs_tool(state, args: NoArgs, call: Call) -> Reply:
-	tabs = public_tabs(await list_tabs(state))
-	return Reply(as_json(tabs), structured={'tabs': tabs})
+	out = TabList.model_validate({'tabs': public_tabs(await list_tabs(state))}).dump()
+	return Reply(as_json(out['tabs']), structured=out)
 
 
 class TabArgs(Args):

@@ -1,0 +1,187 @@
+"""Structured content is declared: every tool that returns it advertises an ``outputSchema``
+(a valid JSON Schema with an object root), and what the tools build conforms to it. No browser."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import mcp.types as types
+import pytest
+from jsonschema import Draft202012Validator
+from jsonschema.validators import validator_for
+
+from browser_use_mcp.catalog import Catalog
+from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.server import build_server
+from browser_use_mcp.sessions import SessionRegistry
+from browser_use_mcp.tools import ALL_TOOLS
+from browser_use_mcp.tools.admin import ClosedCount, CreatedSession, SessionList, describe
+from browser_use_mcp.tools.base import Call, NoArgs, Output, Reply, admin_tool, as_json, output_model_schema
+from browser_use_mcp.tools.content import Evaluated
+from browser_use_mcp.tools.tabs import TabList
+
+STRUCTURED = {'browser_list_sessions', 'browser_list_tabs', 'browser_evaluate', 'browser_create_session', 'browser_close_all'}
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+	return Catalog(SessionRegistry(ServerConfig(state_dir=tmp_path / 'state')))
+
+
+def _returns_structured(handler: Any) -> bool:
+	return 'structured=' in inspect.getsource(handler)
+
+
+def test_every_tool_returning_structured_content_declares_an_output_model() -> None:
+	returning = {t.name for t in ALL_TOOLS if _returns_structured(t.handler)}
+	declaring = {t.name for t in ALL_TOOLS if t.output is not None}
+	assert returning == declaring == STRUCTURED
+
+
+@pytest.mark.parametrize('name', sorted(STRUCTURED))
+def test_output_schema_is_valid_json_schema_with_an_object_root(catalog: Catalog, name: str) -> None:
+	(info,) = [t for t in catalog.list() if t.name == name]
+	schema = info.output_schema
+	assert schema is not None and schema['type'] == 'object'
+	assert validator_for(schema) is Draft202012Validator  # no $schema: 2020-12, as MCP says and the SDK client assumes
+	Draft202012Validator.check_schema(schema)
+	text = json.dumps(schema)
+	assert '$ref' not in text and '$defs' not in text, 'self-contained: nested models are inlined'
+	assert set(schema['properties']) == set(schema['required']), 'every field is always present (null when unknown)'
+
+
+def test_tools_without_structured_content_declare_no_output_schema(catalog: Catalog) -> None:
+	assert {t.name for t in catalog.list() if t.output_schema is not None} == STRUCTURED
+
+
+async def test_the_server_advertises_the_output_schemas(catalog: Catalog) -> None:
+	entry = build_server(catalog).get_request_handler('tools/list')
+	listed = (await entry.handler(None, types.PaginatedRequestParams())).tools
+	by_name = {t.name: t for t in listed}
+	for info in catalog.list():
+		assert by_name[info.name].output_schema == info.output_schema
+		assert by_name[info.name].input_schema == info.input_schema
+	wire = [t.model_dump(mode='json', by_alias=True, exclude_none=True) for t in listed]
+	assert {t['name'] for t in wire if 'outputSchema' in t} == STRUCTURED
+
+
+def _conforms(model: type[Output], value: dict[str, Any]) -> None:
+	Draft202012Validator(output_model_schema(model)).validate(value)
+
+
+@pytest.mark.parametrize(
+	'value', [42, 1.5, -0.25, 'text', '', None, True, False, {'a': [1, None, 'é']}, [1, 'two', None, {}], {}, []]
+)
+def test_evaluate_result_schema_accepts_any_json_value(value: Any) -> None:
+	out = Evaluated(result=value).dump()
+	assert out == {'result': value}
+	assert type(out['result']) is type(value), '42 stays an int, 1.5 a float: the text is json.dumps of it'
+	_conforms(Evaluated, out)
+
+
+def test_evaluate_result_is_required() -> None:
+	assert not Draft202012Validator(output_model_schema(Evaluated)).is_valid({})
+
+
+def _fake_session(sid: str, *, expires: float | None, default: bool = False) -> Any:
+	return SimpleNamespace(
+		session_id=sid,
+		created_at=1_700_000_000.0,
+		last_activity=1_700_000_030.0,
+		browser=SimpleNamespace(alive=lambda: False),
+		browser_session=None,
+		is_default=default,
+		busy=0,
+		idle_seconds=lambda now=None: 12.34,
+		expires_in=lambda now=None: expires,
+	)
+
+
+def test_session_list_conforms_and_its_text_is_unchanged() -> None:
+	states = [_fake_session('default', expires=None, default=True), _fake_session('a', expires=587.66)]
+	out = SessionList(sessions=[describe(s, 1_700_000_060.0) for s in states]).dump()
+	_conforms(SessionList, out)
+	first = out['sessions'][0]
+	assert list(first) == [
+		'session_id',
+		'created_at',
+		'last_activity',
+		'active',
+		'current_url',
+		'age_minutes',
+		'default',
+		'tabs',
+		'busy',
+		'idle_seconds',
+		'expires_in_seconds',
+	], 'the key order of the JSON text clients parse'
+	assert first['current_url'] is None and first['expires_in_seconds'] is None and first['tabs'] == 0
+	assert out['sessions'][1]['expires_in_seconds'] == 587.7 and out['sessions'][1]['age_minutes'] == 1.0
+
+
+@pytest.mark.parametrize('idle', [600.0, 600, None])
+def test_created_session_keeps_number_types(idle: float | None) -> None:
+	info = {
+		'session_id': 'browser_x',
+		'created': True,
+		'idle_timeout_seconds': idle,
+		'max_session_duration_seconds': None,
+		'expires_in_seconds': 599.9,
+		'retention': 'closed after 600 s unused',
+	}
+	out = CreatedSession(**info).dump()
+	assert as_json(out) == as_json(info), 'text as before: an int stays an int'
+	_conforms(CreatedSession, out)
+
+
+def test_tab_list_and_closed_count_conform() -> None:
+	tabs = [
+		{'tab_id': 'AB12', 'url': 'http://127.0.0.1/', 'title': 'Home'},
+		{'tab_id': 'CD34', 'url': 'about:blank', 'title': ''},
+	]
+	out = TabList.model_validate({'tabs': tabs}).dump()
+	assert out == {'tabs': tabs}
+	_conforms(TabList, out)
+	assert ClosedCount(closed=3).dump() == {'closed': 3}
+	_conforms(ClosedCount, ClosedCount(closed=0).dump())
+	assert not Draft202012Validator(output_model_schema(ClosedCount)).is_valid({'closed': 'three'})
+
+
+async def test_admin_tools_without_sessions_return_conforming_content(catalog: Catalog) -> None:
+	schemas = {t.name: t.output_schema for t in catalog.list()}
+	listed = await catalog.call('browser_list_sessions', {}, Call())
+	assert listed.text == 'No active browser sessions' and listed.structured == {'sessions': []}
+	Draft202012Validator(schemas['browser_list_sessions']).validate(listed.structured)
+	closed = await catalog.call('browser_close_all', {}, Call())
+	assert closed.text == 'No active sessions to close' and closed.structured == {'closed': 0}
+	Draft202012Validator(schemas['browser_close_all']).validate(closed.structured)
+
+
+def _fake_tool(name: str, reply: Reply, output: type[Output] | None) -> Any:
+	async def handler(registry: Any, args: NoArgs, call: Call) -> Reply:
+		return reply
+
+	return admin_tool(name, 'A test tool.', output=output)(handler)
+
+
+async def test_structured_content_is_sent_only_when_declared(tmp_path: Path) -> None:
+	undeclared = _fake_tool('undeclared', Reply('x', structured={'closed': 1}), None)
+	missing = _fake_tool('missing', Reply('x'), ClosedCount)
+	fine = _fake_tool('fine', Reply('x', structured={'closed': 1}), ClosedCount)
+	catalog = Catalog(SessionRegistry(ServerConfig(state_dir=tmp_path / 'state')), [undeclared, missing, fine])
+	with pytest.raises(RuntimeError, match='declares no output schema'):
+		await catalog.call('undeclared', {}, Call())
+	with pytest.raises(RuntimeError, match='returned no structured content'):
+		await catalog.call('missing', {}, Call())
+	assert (await catalog.call('fine', {}, Call())).structured == {'closed': 1}
+
+
+async def test_an_error_from_a_tool_with_an_output_schema_is_plain_is_error_text(catalog: Catalog) -> None:
+	call_tool = build_server(catalog).get_request_handler('tools/call').handler
+	result = await call_tool(None, types.CallToolRequestParams(name='browser_evaluate', arguments={'expression': 5}))
+	assert result.is_error and result.structured_content is None
+	assert result.content[0].text.startswith('Invalid arguments for browser_evaluate: expression')
