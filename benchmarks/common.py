@@ -106,11 +106,8 @@ def _tagged_pid(tag: str) -> int | None:
 	return None
 
 
-@contextlib.asynccontextmanager
-async def server(kind: str, *args: str, env_extra: dict[str, str] | None = None) -> AsyncIterator[Server]:
-	"""Start one server over stdio: ours (``-m browser_use_mcp``) or upstream (``-m browser_use.mcp``)."""
-	home = Path(tempfile.mkdtemp(prefix=f'bench-{kind}-'))
-	tag = uuid.uuid4().hex
+def server_params(kind: str, home: Path, tag: str, *args: str, env_extra: dict[str, str] | None = None) -> StdioServerParameters:
+	"""How to spawn one server over stdio: ours (``-m browser_use_mcp``) or upstream (``-m browser_use.mcp``)."""
 	extra = {TAG_ENV: tag, **(env_extra or {})}
 	if kind == 'ours':
 		env = base_env(home, BROWSER_USE_MCP_STATE_DIR=str(home / 'state'), BROWSER_USE_MCP_LOG_LEVEL='error', **extra)
@@ -119,8 +116,30 @@ async def server(kind: str, *args: str, env_extra: dict[str, str] | None = None)
 		upstream_config(home)
 		env = base_env(home, **extra)
 		module = 'browser_use.mcp'
-	params = StdioServerParameters(command=sys.executable, args=['-m', module, *args], env=env)
-	client = Client(params, mode='legacy', read_timeout_seconds=180)
+	return StdioServerParameters(command=sys.executable, args=['-m', module, *args], env=env)
+
+
+async def spawn_timing(kind: str) -> tuple[float, float]:
+	"""Seconds from spawning a server to its answer to ``initialize``, and to its tool list."""
+	home = Path(tempfile.mkdtemp(prefix=f'bench-{kind}-'))
+	try:
+		client = Client(server_params(kind, home, uuid.uuid4().hex), mode='legacy', read_timeout_seconds=180)
+		started = time.perf_counter()
+		async with client:
+			initialized = time.perf_counter() - started
+			await client.list_tools()
+			listed = time.perf_counter() - started
+		return initialized, listed
+	finally:
+		shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def server(kind: str, *args: str, env_extra: dict[str, str] | None = None) -> AsyncIterator[Server]:
+	"""Start one server over stdio: ours (``-m browser_use_mcp``) or upstream (``-m browser_use.mcp``)."""
+	home = Path(tempfile.mkdtemp(prefix=f'bench-{kind}-'))
+	tag = uuid.uuid4().hex
+	client = Client(server_params(kind, home, tag, *args, env_extra=env_extra), mode='legacy', read_timeout_seconds=180)
 	leftovers: list[psutil.Process] = []
 	try:
 		async with client:

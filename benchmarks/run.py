@@ -12,6 +12,8 @@ Sections (all through real MCP clients over stdio, real headless Chromium, pages
   e  the most concurrent sessions one server holds without error (slow; capped)
   f  memory of one session's Chromium tree with and without our process-saving launch flags
      (in a separate process driving the registry directly, not over MCP)
+  g  server spawn to initialize and to tools/list, ours vs upstream, on an idle machine and with
+     both cores kept busy
 
 Prints markdown tables and writes every raw number to benchmarks/results/<time>.json.
 Timings here are measurements, never pass/fail: run on a quiet machine for figures to quote.
@@ -21,21 +23,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from benchmarks.common import Memory, Server, machine, mb, median_ms, memory_of, ratio, server, servers, table
+from benchmarks.common import (
+	Memory,
+	Server,
+	machine,
+	mb,
+	median_ms,
+	memory_of,
+	ratio,
+	server,
+	servers,
+	spawn_timing,
+	table,
+)
 
 RESULTS = Path(__file__).resolve().parent / 'results'
-SECTIONS = 'abcdef'
+SECTIONS = 'abcdefg'
 
 
 def find_index(state_text: str, text: str) -> int:
@@ -419,6 +435,58 @@ def show_lean(r: dict[str, Any]) -> str:
 # -- main ----------------------------------------------------------------------------------------
 
 
+# -- (g) start-up ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def busy_cores(count: int) -> Iterator[None]:
+	"""Keep ``count`` cores busy (plain spinning processes), as a loaded machine would."""
+	import subprocess
+
+	procs = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(count)]
+	try:
+		yield
+	finally:
+		for proc in procs:
+			proc.kill()
+			proc.wait()
+
+
+async def bench_startup(quick: bool) -> dict[str, Any]:
+	repeats = 3 if quick else 5
+	out: dict[str, Any] = {}
+	for load, hogs in (('idle', 0), ('2 cores busy', os.cpu_count() or 2)):
+		with busy_cores(hogs):
+			for kind in ('upstream', 'ours'):
+				inits, lists = [], []
+				for _ in range(repeats):
+					initialized, listed = await spawn_timing(kind)
+					inits.append(initialized)
+					lists.append(listed)
+				out[f'{kind}, {load}'] = {'initialize_p50_ms': median_ms(inits), 'tools_list_p50_ms': median_ms(lists)}
+	return out
+
+
+def show_startup(r: dict[str, Any]) -> str:
+	rows = []
+	for load in ('idle', '2 cores busy'):
+		ours, up = r[f'ours, {load}'], r[f'upstream, {load}']
+		rows.append(
+			[
+				load,
+				ours['initialize_p50_ms'],
+				ours['tools_list_p50_ms'],
+				up['tools_list_p50_ms'],
+				ratio(ours['tools_list_p50_ms'], up['tools_list_p50_ms']),
+			]
+		)
+	return table(
+		'(g) Server spawn to initialize / tools/list (p50 ms)',
+		['machine', 'ours: initialize', 'ours: tools/list', 'upstream: tools/list', 'ours / upstream'],
+		rows,
+	)
+
+
 async def main(args: argparse.Namespace) -> int:
 	from tests.pages import PageServer
 
@@ -440,6 +508,7 @@ async def main(args: argparse.Namespace) -> int:
 			('d', 'tools', lambda: bench_tools(site.url, args.quick), show_tools),
 			('e', 'capacity', lambda: bench_capacity(site.url, args.max_sessions_probe), show_capacity),
 			('f', 'lean', bench_lean, show_lean),
+			('g', 'startup', lambda: bench_startup(args.quick), show_startup),
 		]
 		for key, name, run, show in steps:
 			if key not in only:

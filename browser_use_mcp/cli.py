@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
 	from browser_use_mcp.config import load_config
 	from browser_use_mcp.logs import setup_logging
 
-	config = load_config(**cli_overrides(ns))
+	# serving answers the MCP handshake before browser-use is imported; the registry completes the config
+	config = load_config(browser_use=ns.command != 'serve', **cli_overrides(ns))
 	setup_logging(config.log_level)
 	if ns.command == 'doctor':
 		from browser_use_mcp.doctor import run_doctor

@@ -75,7 +75,7 @@ class ServerConfig:
 	fast_actions: bool = True  # clicks and go-back wait for the page, not for fixed sleeps
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
-	watchdog: str = 'auto'  # sidecar that kills browsers if the server dies: auto|on|off
+	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
 
 	# llm
 	llm: Mapping[str, Any] = field(default_factory=dict)
@@ -83,6 +83,10 @@ class ServerConfig:
 	# misc
 	log_level: str = 'warning'
 	telemetry: bool = True
+
+	# Set when built without browser-use's config.json (to answer the MCP handshake without
+	# importing browser-use): the environment and flags to build the complete config from.
+	deferred: tuple[Mapping[str, str], Mapping[str, Any]] | None = field(default=None, compare=False, repr=False)
 
 	def with_overrides(self, **overrides: Any) -> ServerConfig:
 		known = {f.name for f in fields(self)}
@@ -146,17 +150,24 @@ def with_bu_dirs(values: dict[str, Any]) -> None:
 	values['default_files_dir'] = Path('~/.browser-use-mcp').expanduser()
 
 
-def load_config(environ: Mapping[str, str] | None = None, **cli: Any) -> ServerConfig:
-	"""Build the effective configuration; ``cli`` holds flags the user actually passed."""
+def load_config(environ: Mapping[str, str] | None = None, *, browser_use: bool = True, **cli: Any) -> ServerConfig:
+	"""Build the effective configuration; ``cli`` holds flags the user actually passed.
+
+	``browser_use=False`` leaves out browser-use's config.json (reading it imports browser-use):
+	enough to answer the MCP handshake and list tools; ``complete`` adds it before any browser starts.
+	"""
 	env = os.environ if environ is None else environ
-	bu = _browser_use_config()
+	bu = _browser_use_config() if browser_use else {'browser_profile': {}, 'llm': {}}
 	profile: dict[str, Any] = bu['browser_profile']
 	# config.json entries carry bookkeeping keys that are not BrowserProfile fields
 	for key in ('id', 'default', 'created_at', 'name'):
 		profile.pop(key, None)
 
 	values: dict[str, Any] = {}
-	with_bu_dirs(values)
+	if browser_use:
+		with_bu_dirs(values)
+	else:
+		values['deferred'] = (dict(env), dict(cli))
 	if profile.get('executable_path'):
 		values['executable_path'] = str(profile['executable_path'])
 	if profile.get('user_data_dir'):
@@ -194,6 +205,14 @@ def load_config(environ: Mapping[str, str] | None = None, **cli: Any) -> ServerC
 		config = replace(config, auth_tokens=tuple(dict.fromkeys(config.auth_tokens)))
 	validate(config)
 	return config
+
+
+def complete(config: ServerConfig) -> ServerConfig:
+	"""The config with browser-use's config.json applied, for one built with ``browser_use=False``."""
+	if config.deferred is None:
+		return config
+	environ, cli = config.deferred
+	return load_config(environ, **cli)
 
 
 def validate(config: ServerConfig) -> None:

@@ -152,7 +152,7 @@ async def serve_stdio(config: ServerConfig) -> None:
 	from mcp.server.stdio import stdio_server
 
 	registry = SessionRegistry(config)
-	await registry.start()
+	registry.begin()
 	telemetry = Telemetry(config)
 	telemetry.started()
 	server = build_server(Catalog(registry), telemetry=telemetry)

@@ -26,18 +26,20 @@ import anyio
 from uuid_extensions import uuid7str
 
 from browser_use_mcp import concurrency, fast_actions, quiet_tabs
+from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import (
 	Owner,
 	SessionBrowser,
 	SessionDirs,
 	StateDir,
+	SweepReport,
 	configure_launch,
 	find_chromium,
 	parent_death_signal_supported,
 	profile_lock_owner,
 	sweep_orphans,
 )
-from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.config import ServerConfig, complete
 from browser_use_mcp.errors import (
 	BrowserActionFailed,
 	BrowserStartFailed,
@@ -65,7 +67,9 @@ def tagged(session_id: str) -> contextvars.Context:
 	tasks it starts) carry that session's id even when no tool call is in flight."""
 	context = contextvars.copy_context()
 	context.run(current_session.set, session_id)
+	context.run(task_scopes.leave_scope)  # it creates, closes or loses a browser: none of its tasks
 	return context
+
 
 T = TypeVar('T')
 LossReason = Literal['expired', 'max_duration', 'crashed']
@@ -109,17 +113,24 @@ class Tombstone:
 	at: float
 	detail: str = ''
 
-	def message(self, session_id: str) -> str:
+	def cause(self) -> str:
 		when = _clock(self.at)
-		cause = {
+		return {
 			'expired': f'it was closed at {when} after {self.detail} without activity (idle timeout)',
 			'max_duration': f'it was closed at {when} because it reached the maximum session duration of {self.detail}',
 			'crashed': f'its browser died at {when} ({self.detail})',
 		}[self.reason]
+
+	def message(self, session_id: str) -> str:
 		return (
-			f'Session {session_id!r} lost its browser state: {cause}. Its cookies, tabs, history and '
+			f'Session {session_id!r} lost its browser state: {self.cause()}. Its cookies, tabs, history and '
 			'page state are gone. Call again with the same session_id to start a fresh, empty session.'
 		)
+
+	def restart_note(self) -> str:
+		"""For the default session, which restarts instead of failing (clients that never pass a
+		session_id cannot act on "call again with the same session_id")."""
+		return f'Note: the browser was restarted because {self.cause()}; its tabs and history were reset.'
 
 
 @dataclass(eq=False)
@@ -172,6 +183,17 @@ class SessionState:
 		return notes
 
 
+def _prepare(config: ServerConfig, owner: Owner) -> tuple[ServerConfig, SweepReport]:
+	"""The slow part of starting, run in a thread: browser-use's config.json and modules, and the
+	sweep of what dead servers left."""
+	config = complete(config)
+	import browser_use.browser.session  # noqa: F401
+	import browser_use.browser.watchdogs.default_action_watchdog  # noqa: F401
+	import bubus.service  # noqa: F401
+
+	return config, sweep_orphans(config.state_dir, owner)
+
+
 class SessionRegistry:
 	"""Creates, finds, serializes, expires and closes sessions."""
 
@@ -182,6 +204,7 @@ class SessionRegistry:
 		self._creating: dict[tuple[str, str], asyncio.Task[SessionState]] = {}
 		self._closing: dict[tuple[str, str], asyncio.Task[None]] = {}
 		self._tombstones: OrderedDict[tuple[str, str], Tombstone] = OrderedDict()
+		self._restarts: dict[tuple[str, str], Tombstone] = {}  # default sessions lost: told on restart
 		self._state_dir: StateDir | None = None
 		self._reaper: asyncio.Task[None] | None = None
 		self._background: set[asyncio.Task[Any]] = set()
@@ -190,11 +213,39 @@ class SessionRegistry:
 		self.single_principal = len(config.auth_tokens) <= 1
 		self._watchdog: Any = None
 		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
+		self._starting: asyncio.Task[None] | None = None
 
 	# -- lifecycle ---------------------------------------------------------------------------
 
+	def begin(self) -> None:
+		"""Start in the background, so the MCP handshake and tools/list are answered at once:
+		loading browser-use and sweeping leftovers take a second or more (several under load,
+		when some clients give up). Calls that need a browser wait for ``ready``."""
+		if self._starting is None:
+			self._starting = asyncio.create_task(self._start(), name='registry-start')
+			self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())
+
 	async def start(self) -> None:
-		report = await asyncio.to_thread(sweep_orphans, self.config.state_dir, self.owner)
+		self.begin()
+		await self.ready()
+
+	async def ready(self) -> None:
+		if self._starting is None:
+			raise RuntimeError('registry not started')
+		try:
+			await asyncio.shield(self._starting)
+		except asyncio.CancelledError:
+			if self._starting.cancelled():
+				raise SessionClosed('The server is shutting down; no new sessions can be created.') from None
+			raise
+		except Exception as exc:
+			raise BrowserStartFailed(
+				f'The server could not prepare its browsers: {type(exc).__name__}: {exc}. Run `browser-use-mcp doctor`.'
+			) from exc
+
+	async def _start(self) -> None:
+		# in a thread: importing browser-use and reading every process's command line take long
+		self.config, report = await asyncio.to_thread(_prepare, self.config, self.owner)
 		if report.processes_killed or report.dirs_removed:
 			logger.warning(
 				'start-up sweep: killed %d leftover browser processes, removed %d stale state dirs of dead servers',
@@ -222,6 +273,10 @@ class SessionRegistry:
 	async def shutdown(self) -> None:
 		"""Close every session and remove our state dir. Idempotent; never raises."""
 		self._shutting_down = True
+		if self._starting is not None and not self._starting.done():
+			self._starting.cancel()
+			with contextlib.suppress(asyncio.CancelledError, Exception):
+				await self._starting
 		if self._reaper:
 			self._reaper.cancel()
 			with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -243,18 +298,17 @@ class SessionRegistry:
 			self._watchdog = None
 
 	def _tie_browsers_to_server(self) -> None:
-		"""Parent-death signal where the OS has one; the watchdog sidecar where it does not
-		(or when asked for). Either way a killed server's browsers die with it."""
-		pdeathsig = self.config.parent_death_signal and parent_death_signal_supported()
-		wanted = self.config.watchdog == 'on' or (self.config.watchdog == 'auto' and not pdeathsig)
-		if wanted and self._watchdog is None:
+		"""Parent-death signal where the OS has one, and the watchdog sidecar unless switched off:
+		a killed server's browsers die with it and its state directory goes too."""
+		if self.config.watchdog != 'off' and self._watchdog is None:
 			from browser_use_mcp.watchdog import Watchdog
 
+			assert self._state_dir is not None
 			try:
-				self._watchdog = Watchdog()
+				self._watchdog = Watchdog(self._state_dir.path)
 			except OSError as exc:
 				logger.warning('could not start the browser watchdog (%s); relying on the start-up sweep', exc)
-		configure_launch(self.config.parent_death_signal, self._watchdog)
+		configure_launch(self.config.parent_death_signal and parent_death_signal_supported(), self._watchdog)
 
 	# -- lookup ------------------------------------------------------------------------------
 
@@ -295,6 +349,7 @@ class SessionRegistry:
 		"""The live session for this id; created on first use; SessionLost once after a loss."""
 		sid = DEFAULT_SESSION_ID if session_id is None else check_session_id(session_id)
 		key = (principal, sid)
+		await self.ready()
 		while True:
 			closing = self._closing.get(key)
 			if closing is not None:
@@ -317,7 +372,9 @@ class SessionRegistry:
 				if self._shutting_down:
 					raise SessionClosed('The server is shutting down; no new sessions can be created.')
 				if self.count >= self.config.max_sessions:
-					held = f'already holds {self.count} sessions, its limit' if self.single_principal else 'is at its session limit'
+					held = (
+						f'already holds {self.count} sessions, its limit' if self.single_principal else 'is at its session limit'
+					)
 					raise SessionLimitReached(
 						f'Cannot create session {sid!r}: the server {held} (--max-sessions {self.config.max_sessions}). '
 						'Close one you no longer need with browser_close_session (browser_list_sessions shows yours), then retry.'
@@ -359,7 +416,8 @@ class SessionRegistry:
 					return await self.run(principal, session_id, fn, create=create)
 				state.busy += 1
 				state.touch()
-				inner = asyncio.create_task(fn(state))
+				with state.browser.tasks.entered():  # what the call starts belongs to this browser
+					inner = asyncio.create_task(fn(state))
 				state._tasks.add(inner)
 				try:
 					return state, await asyncio.shield(inner)
@@ -448,7 +506,11 @@ class SessionRegistry:
 		"""Close a session whose state is gone and remember why, for the next call to hear."""
 		if state.closed_reason is not None:
 			return
-		self.remember_loss(state.key, Tombstone(reason, time.time(), detail))
+		tomb = Tombstone(reason, time.time(), detail)
+		if state.is_default:
+			self._restarts[state.key] = tomb  # one per principal: the next call restarts it, with a note
+		else:
+			self.remember_loss(state.key, tomb)
 		label = {'expired': 'idle timeout', 'max_duration': 'maximum duration reached', 'crashed': 'browser died'}[reason]
 		logger.warning('session %r lost: %s (%s)', state.session_id, label, detail)
 		await self._close_state(state, label)
@@ -509,6 +571,9 @@ class SessionRegistry:
 			)
 		is_default = session_id == DEFAULT_SESSION_ID
 		notes: list[str] = []
+		restarted = self._restarts.pop((principal, session_id), None) if is_default else None
+		if restarted is not None:
+			notes.append(restarted.restart_note())
 		dirs = self._default_dirs(notes) if is_default and self.single_principal else None
 		if dirs is None and self.pool is not None:
 			dirs = await self.pool.claim()  # a prewarmed browser's fresh profile, if one is ready

@@ -1,20 +1,27 @@
-"""A sidecar that ends our browsers when the server dies without closing them.
+"""A sidecar that cleans up after the server when it dies without doing so itself.
 
-On Linux each Chromium gets a parent-death signal, so a SIGKILLed server takes its browsers
-with it. Where that is unavailable (macOS, BSD) or switched off, the server starts this tiny
-process instead. The server tells it, over a pipe, which browser process groups are live
-("+PGID" / "-PGID" lines); when the pipe reaches end-of-file - which the kernel guarantees
-once the server is gone, however it died - the sidecar kills every group still listed and
-exits. It imports nothing heavy so it costs a few megabytes.
+The server can be killed with no chance to clean up: ``kill -9``, an OOM kill, or an MCP client
+that simply kills it (fastmcp's stdio client does, when the client process exits). On Linux
+each Chromium gets a parent-death signal and dies with the server; where that is unavailable
+(macOS, BSD) or switched off, the browsers would live on. And nothing would remove the server's
+temporary state directory (profiles, downloads) until the next start swept it.
+
+So the server starts this tiny process. It tells it, over a pipe, which browser process groups
+are live ("+PGID" / "-PGID" lines). When the pipe reaches end-of-file - which the kernel
+guarantees once the server is gone, however it died - the sidecar kills every group still
+listed, waits for them to go, deletes the server's state directory (given on its command line)
+and exits. It imports nothing heavy: a few megabytes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 
 
 def _kill_group(pgid: int) -> None:
@@ -22,9 +29,32 @@ def _kill_group(pgid: int) -> None:
 		os.killpg(pgid, signal.SIGKILL)
 
 
-def main() -> int:
-	"""Sidecar loop: track groups from stdin; kill what is left at EOF."""
+def _group_alive(pgid: int) -> bool:
+	try:
+		os.killpg(pgid, 0)
+	except (ProcessLookupError, PermissionError):
+		return False
+	return True
+
+
+def _remove(state_dir: str, live: set[int]) -> None:
+	"""Delete the dead server's directory once its browsers no longer write into it."""
+	deadline = time.monotonic() + 3
+	while any(_group_alive(g) for g in live) and time.monotonic() < deadline:
+		time.sleep(0.05)
+	for _ in range(3):
+		shutil.rmtree(state_dir, ignore_errors=True)
+		if not os.path.exists(state_dir):
+			return
+		time.sleep(0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+	"""Sidecar loop: track groups from stdin; at EOF kill what is left and remove the state dir."""
+	args = sys.argv[1:] if argv is None else argv
+	state_dir = args[0] if args else None
 	signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal Ctrl-C is for the server, not us
+	signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM sent to the whole process group
 	live: set[int] = set()
 	for raw in sys.stdin.buffer:
 		line = raw.strip()
@@ -37,15 +67,20 @@ def main() -> int:
 			live.discard(pgid)
 	for pgid in live:
 		_kill_group(pgid)
+	if state_dir:
+		_remove(state_dir, live)
 	return 0
 
 
 class Watchdog:
 	"""The server's end of the sidecar."""
 
-	def __init__(self) -> None:
+	def __init__(self, state_dir: str | os.PathLike[str] | None = None) -> None:
+		argv = [sys.executable, '-S', '-c', 'from browser_use_mcp.watchdog import main; raise SystemExit(main())']
+		if state_dir is not None:
+			argv.append(os.fspath(state_dir))
 		self.proc = subprocess.Popen(
-			[sys.executable, '-S', '-c', 'from browser_use_mcp.watchdog import main; raise SystemExit(main())'],
+			argv,
 			stdin=subprocess.PIPE,
 			stdout=subprocess.DEVNULL,
 			stderr=subprocess.DEVNULL,

@@ -105,13 +105,20 @@ def _alive(proc: psutil.Process) -> bool:
 		return False
 
 
+def _sidecar(proc: psutil.Process) -> bool:
+	"""The server's cleanup sidecar (browser_use_mcp.watchdog): a child, but not a browser."""
+	with contextlib.suppress(psutil.Error):
+		return 'browser_use_mcp.watchdog' in ' '.join(proc.cmdline())
+	return False
+
+
 def owned_processes(server_pid: int) -> set[int]:
 	"""PIDs of live browser processes launched by the server with this PID (found by marker or
 	as descendants), whether or not the server is still alive."""
 	pids: set[int] = set()
 	with contextlib.suppress(psutil.NoSuchProcess):
 		for child in psutil.Process(server_pid).children(recursive=True):
-			if _alive(child):
+			if _alive(child) and not _sidecar(child):
 				pids.add(child.pid)
 	for proc in psutil.process_iter():
 		if proc.pid in pids or not _alive(proc):

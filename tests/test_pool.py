@@ -250,3 +250,29 @@ def test_state_dir_names_of_spares_do_not_depend_on_a_session_id(tmp_path: Path)
 	state = StateDir(tmp_path, Owner.current())
 	first, second = state.new_session_dirs('local', 'prewarmed'), state.new_session_dirs('local', 'prewarmed')
 	assert first.root != second.root and first.temporary and second.temporary
+
+
+@pytest.mark.parametrize('delay', [0.15, 0.4, 0.7])
+async def test_shutdown_during_a_refill_is_quiet_and_leaves_nothing(tmp_path: Path, delay: float) -> None:
+	"""SIGTERM while a spare is still being launched or connected: the launch is called off
+	without browser-use reporting a failed connection, and nothing is left behind. The delays
+	spread the signal over the launch (process start, DevTools, CDP connect)."""
+	import os
+	import signal
+
+	from tests.support import RawServer
+
+	home = tmp_path / 'home'
+	server = await RawServer(home, env=server_env(home, BROWSER_USE_MCP_PREWARM='2')).start()
+	try:
+		assert await asyncio.to_thread(wait_until, lambda: len(browser_roots(server.pid)) >= 1, 60), 'no spare launched'
+		await asyncio.sleep(delay)
+		pids = owned_processes(server.pid)
+		os.kill(server.pid, signal.SIGTERM)
+		assert await server.wait(15) is not None, 'server did not exit'
+		assert await asyncio.to_thread(wait_until, lambda: not any(psutil.pid_exists(p) for p in pids), 5)
+		log = server.stderr.decode('utf-8', 'replace')
+		assert 'FATAL' not in log and 'Traceback' not in log, log[-3000:]
+		assert list((home / 'state').glob('srv-*')) == []
+	finally:
+		await server.stop()

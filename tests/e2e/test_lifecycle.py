@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_ENV, OWNER_SWITCH, Owner, find_chromium
-from tests.support import BLACKHOLE_PROXY, RawServer, chromium_pids, owned_processes, server_env, wait_until
+from tests.support import BLACKHOLE_PROXY, RawServer, chromium_pids, owned_processes, running_server, server_env, wait_until
 
 
 @pytest.fixture
@@ -85,6 +85,24 @@ async def test_stdin_eof_closes_every_session_and_exits(raw, tmp_path: Path, sit
 	assert srv_dirs(server.home) == []
 
 
+async def test_client_disconnect_mid_call_leaves_no_state_dir(tmp_path: Path, site: str) -> None:
+	"""The SDK's stdio client closes stdin, and SIGTERMs then SIGKILLs the server's process group if
+	it has not exited 2 s later: shutdown must not wait for a call still loading a slow page."""
+	home = tmp_path / 'home'
+	async with running_server(home) as mcp:
+		await mcp.ok('browser_navigate', session_id='a', url=f'{site}/two')
+		pids = mcp.browsers()
+		pending = asyncio.create_task(mcp.call('browser_navigate', session_id='a', url=f'{site}/slow?s=30'))
+		await asyncio.sleep(0.5)
+		assert not pending.done()
+		started = time.monotonic()
+	with contextlib.suppress(BaseException):
+		await pending
+	print(f'disconnect mid-call: server gone {time.monotonic() - started:.2f} s after the client left')
+	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5)
+	assert srv_dirs(home) == [], 'the temporary state dir is removed on this exit path too'
+
+
 async def test_sigkill_of_the_server_takes_its_browsers_down(raw, tmp_path: Path, site: str) -> None:
 	server = await start(raw, tmp_path / 'home')
 	pids = await open_sessions(server, site, ['a', 'b', 'c'])
@@ -93,7 +111,8 @@ async def test_sigkill_of_the_server_takes_its_browsers_down(raw, tmp_path: Path
 	started = time.monotonic()
 	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5), [p for p in pids if psutil.pid_exists(p)]
 	print(f'SIGKILL: {len(pids)} browser processes gone {time.monotonic() - started:.2f} s after the server died')
-	assert srv_dirs(server.home), 'a killed server cannot clean its dirs: the next start sweeps them'
+	# what an MCP client that kills its server does (fastmcp's stdio client at exit): the sidecar cleans up
+	assert await asyncio.to_thread(wait_until, lambda: srv_dirs(server.home) == [], 5), 'state dir of a killed server'
 
 
 async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_path: Path, site: str) -> None:
@@ -128,8 +147,9 @@ async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_pat
 		server = await start(raw, home)
 		async with server.client() as mcp:
 			await mcp.ok('browser_list_sessions')
+		# the sweep runs in the background, before the first browser starts (not before the handshake)
 		assert await asyncio.to_thread(wait_until, lambda: gone(orphan_tree), 5), 'orphaned browser swept'
-		assert not stale_dir.exists(), 'dead server state dir swept'
+		assert await asyncio.to_thread(wait_until, lambda: not stale_dir.exists(), 5), 'dead server state dir swept'
 		assert live_dir.exists(), 'a live server dir is left alone'
 		assert live_servers.poll() is None, "a live server's browser is left alone"
 		assert strangers.poll() is None, 'an unmarked browser is left alone'
@@ -166,6 +186,25 @@ async def test_idle_session_expires_and_the_next_call_is_told_once(raw, tmp_path
 		assert fresh.text.startswith('Navigated to')
 		assert (await mcp.ok('browser_get_state', session_id='idle')).json()['title'] == 'Who: nobody'
 		assert len(chromium_pids(owned_processes(server.pid))) >= 2
+
+
+async def test_the_default_session_restarts_after_its_idle_timeout_with_a_note(raw, tmp_path: Path, site: str) -> None:
+	"""Clients written for upstream never pass a session_id: "call again with the same session_id"
+	means nothing to them. Their next call succeeds on a fresh browser and says so in one line."""
+	server = await start(raw, tmp_path / 'home', '--idle-timeout', '2')
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', url=f'{site}/two')
+		before = owned_processes(server.pid)
+		assert await asyncio.to_thread(wait_until, lambda: gone(before), 8), 'the idle default session was reaped'
+		assert (await mcp.ok('browser_list_sessions')).text == 'No active browser sessions'
+		again = await mcp.ok('browser_get_state')
+		assert again.json()['url'] == 'about:blank'
+		notes = again.texts[1:]
+		assert len(notes) == 1 and 'restarted' in notes[0] and 'idle timeout' in notes[0], again.texts
+		assert '\n' not in notes[0]
+		assert (await mcp.ok('browser_get_state')).texts[1:] == [], 'the note is given once'
+		named = await mcp.ok('browser_navigate', session_id='named', url=f'{site}/two')
+		assert named.texts[1:] == []
 
 
 async def test_max_session_duration_closes_even_an_active_session(raw, tmp_path: Path, site: str) -> None:
@@ -288,6 +327,7 @@ async def test_without_either_guard_the_browsers_outlive_a_killed_server(raw, tm
 	await asyncio.sleep(1.5)
 	survivors = {p for p in pids if psutil.pid_exists(p)}
 	assert survivors, 'without a guard the browser should have survived (else the guard tests prove nothing)'
+	assert srv_dirs(home), 'and so did the state dir'
 	follower = await start(raw, home)
 	async with follower.client() as mcp:
 		await mcp.ok('browser_list_sessions')
