@@ -48,7 +48,7 @@ async def measure(site: str, drop: tuple[str, ...]) -> dict[str, Any]:
 		for state in registry.sessions():
 			uss = pss = 0
 			kinds = []
-			for proc in state.browser.chromium.tree():
+			for proc in state.browser.endpoint.chromium.tree():
 				try:
 					info = proc.memory_full_info()
 					cmdline = proc.cmdline()

@@ -30,9 +30,7 @@ from typing import Any
 
 import psutil
 
-from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.errors import BrowserStartFailed
-from browser_use_mcp.tasks import TaskScope
 
 logger = logging.getLogger('browser_use_mcp.browser')
 
@@ -429,9 +427,6 @@ class ChromiumProcess:
 	def tree(self) -> list[psutil.Process]:
 		return process_tree(self.pid)
 
-	def pids(self) -> set[int]:
-		return {p.pid for p in self.tree()}
-
 	async def kill(self, graceful_timeout: float = 0.0) -> None:
 		"""End the whole process tree; with a timeout, first let Chromium exit by itself."""
 		self.stopping = True
@@ -539,93 +534,3 @@ def cached_extension_args() -> list[str]:
 	if not paths:
 		return []
 	return [f'--load-extension={",".join(paths)}', '--enable-extensions']
-
-
-class SessionBrowser:
-	"""A session's Chromium process plus the browser-use ``BrowserSession`` driving it."""
-
-	def __init__(self, chromium: ChromiumProcess, session: Any, dirs: SessionDirs, tasks: TaskScope) -> None:
-		self.chromium = chromium
-		self.session = session
-		self.dirs = dirs
-		self.tasks = tasks  # every task started for this browser; closing it cancels what is left
-		self._closed = False
-
-	@classmethod
-	async def open(
-		cls,
-		*,
-		executable: str,
-		profile_base: dict[str, Any],
-		dirs: SessionDirs,
-		headless: bool,
-		owner: Owner,
-		use_extensions: bool = False,
-		user_args: tuple[str, ...] = (),
-		connect_timeout: float = 20.0,
-	) -> SessionBrowser:
-		from browser_use.browser import BrowserSession
-
-		profile = build_profile(profile_base, dirs, headless)
-		args = chromium_args(profile, user_args=user_args)
-		if use_extensions:
-			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
-		task_scopes.install()
-		tasks = TaskScope()
-		with tasks.entered():
-			chromium = await ChromiumProcess.launch(executable, args, dirs.profile, owner)
-			session = None
-			try:
-				# the WebSocket URL itself: browser-use would otherwise look it up over HTTP again
-				profile = profile.model_copy(update={'cdp_url': chromium.ws_url, 'is_local': True})
-				session = BrowserSession(browser_profile=profile)
-				await asyncio.wait_for(session.start(), connect_timeout)
-			except BaseException as exc:
-				# browser-use first: killing Chromium under a connect still running in its event bus
-				# makes it log a "FATAL" for a launch that was merely called off (shutdown, a cancel).
-				await _stop_everything(session, chromium, tasks)
-				if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
-					raise
-				if isinstance(exc, TimeoutError):
-					raise BrowserStartFailed(
-						f'The browser started but did not accept a CDP connection within {connect_timeout:.0f} s.'
-						f'{chromium.reason_suffix()}'
-					) from None
-				raise BrowserStartFailed(f'Could not connect to the browser: {exc}{chromium.reason_suffix()}') from exc
-		return cls(chromium, session, dirs, tasks)
-
-	async def close(self, graceful: bool = False) -> None:
-		"""Tear everything down; never raises. Graceful lets a persistent profile flush to disk."""
-		if self._closed:
-			return
-		self._closed = True
-		self.chromium.stopping = True
-		if graceful and self.chromium.alive():
-			with contextlib.suppress(Exception, asyncio.CancelledError):
-				await asyncio.wait_for(self.session.cdp_client.send.Browser.close(), 2)
-		await _stop_everything(self.session, self.chromium, self.tasks, graceful_timeout=3.0 if graceful else 0.0)
-
-	def alive(self) -> bool:
-		return not self._closed and self.chromium.alive()
-
-
-async def _stop_everything(session: Any, chromium: ChromiumProcess, tasks: TaskScope, graceful_timeout: float = 0.0) -> None:
-	"""End a browser in the order that keeps everyone quiet: browser-use's side first (so it does
-	not see the socket drop and try to reconnect, or report a failed connect), then the process,
-	then whatever task browser-use left running for it."""
-	if session is not None:
-		with contextlib.suppress(Exception, asyncio.CancelledError):
-			await asyncio.wait_for(_release_session(session), 3)
-	await chromium.kill(graceful_timeout=graceful_timeout)
-	stuck = await tasks.cancel_all(timeout=2.0)
-	if stuck:
-		logger.warning('%d task(s) of a closed browser did not stop: %s', len(stuck), ', '.join(t.get_name() for t in stuck))
-
-
-async def _release_session(session: Any) -> None:
-	"""Free browser-use's side of a session whose browser is going away."""
-	session._intentional_stop = True
-	with contextlib.suppress(Exception):
-		await session.event_bus.stop(clear=True, timeout=1)
-	with contextlib.suppress(Exception):
-		await session.reset()

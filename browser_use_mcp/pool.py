@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from browser_use_mcp.browser import SessionBrowser, SessionDirs
+from browser_use_mcp.browser import SessionDirs
+from browser_use_mcp.providers import Browser
 
 logger = logging.getLogger('browser_use_mcp.pool')
 
@@ -34,8 +35,10 @@ FAILURE_BACKOFF = 5.0  # s to wait after a launch failed before trying again
 
 @dataclass
 class Spare:
+	"""A launched browser and the fresh directories it runs on."""
+
 	dirs: SessionDirs
-	browser: SessionBrowser
+	browser: Browser
 
 
 def warm_up() -> None:
@@ -53,14 +56,14 @@ def memory_available() -> int:
 
 
 class BrowserPool:
-	"""Keeps up to ``size`` launched browsers ready; hands them out by their directories."""
+	"""Keeps up to ``size`` launched browsers ready for new sessions."""
 
 	def __init__(
 		self,
 		size: int,
 		*,
 		new_dirs: Callable[[], SessionDirs],
-		launch: Callable[[SessionDirs], Awaitable[SessionBrowser]],
+		launch: Callable[[SessionDirs], Awaitable[Browser]],
 		room: Callable[[], int],
 		memory: Callable[[], int] = memory_available,
 		low_memory: int = LOW_MEMORY_BYTES,
@@ -75,13 +78,11 @@ class BrowserPool:
 		self._ready: deque[Spare] = deque()
 		self._launching: deque[asyncio.Task[Spare]] = deque()
 		self._awaited: set[asyncio.Task[Spare]] = set()  # launches a claimant is waiting for
-		self._claimed: dict[int, SessionBrowser] = {}  # id(dirs) -> browser, until the session takes it
 		self._poke = asyncio.Event()
 		self._filler: asyncio.Task[None] | None = None
 		self._closed = False
 		self._low = False
 		self._closing: set[asyncio.Task[None]] = set()
-		self.launched = 0
 		self.handed_out = 0
 
 	@property
@@ -99,8 +100,9 @@ class BrowserPool:
 
 	# -- handing out -------------------------------------------------------------------------
 
-	async def claim(self) -> SessionDirs | None:
-		"""Directories of a launched browser for a new session, or None (then launch cold).
+	async def claim(self) -> Spare | None:
+		"""A launched browser (and its directories) for a new session, or None (then launch cold).
+		The caller owns what it gets: it must close it if it does not use it.
 
 		A launch already under way is awaited rather than duplicated: it is further along than
 		a cold start, and starting another would exceed the cap.
@@ -126,15 +128,10 @@ class BrowserPool:
 			if not spare.browser.alive():
 				await self._discard(spare)
 				continue
-			self._claimed[id(spare.dirs)] = spare.browser
 			self.handed_out += 1
 			self._poke.set()
-			return spare.dirs
+			return spare
 		return None
-
-	def browser_for(self, dirs: SessionDirs) -> SessionBrowser | None:
-		"""The browser launched for directories handed out by ``claim``; None for any others."""
-		return self._claimed.pop(id(dirs), None)
 
 	def _adopt(self, task: asyncio.Task[Spare]) -> None:
 		"""A launch whose claimant gave up: back into the pool (or closed, if the pool is)."""
@@ -195,7 +192,6 @@ class BrowserPool:
 		except BaseException:
 			await asyncio.to_thread(dirs.remove)
 			raise
-		self.launched += 1
 		return Spare(dirs, browser)
 
 	async def _prune(self) -> None:
@@ -233,7 +229,4 @@ class BrowserPool:
 		results = await asyncio.gather(*launching, return_exceptions=True)
 		spares = [r for r in results if isinstance(r, Spare)] + list(self._ready)
 		self._ready.clear()
-		for browser in self._claimed.values():  # claimed but never taken (its session failed first)
-			spares.append(Spare(browser.dirs, browser))
-		self._claimed.clear()
 		await asyncio.gather(*(self._discard(s) for s in spares), *self._closing, return_exceptions=True)

@@ -29,7 +29,6 @@ from browser_use_mcp import concurrency, fast_actions, quiet_tabs
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import (
 	Owner,
-	SessionBrowser,
 	SessionDirs,
 	StateDir,
 	SweepReport,
@@ -49,7 +48,8 @@ from browser_use_mcp.errors import (
 	SessionLost,
 	SessionNotFound,
 )
-from browser_use_mcp.pool import BrowserPool
+from browser_use_mcp.pool import BrowserPool, Spare
+from browser_use_mcp.providers import Browser, BrowserProvider
 
 logger = logging.getLogger('browser_use_mcp.sessions')
 
@@ -139,9 +139,7 @@ class SessionState:
 
 	session_id: str
 	principal: str
-	browser: SessionBrowser
-	tools: Any  # browser_use.tools.service.Tools
-	file_system: Any  # browser_use.filesystem.file_system.FileSystem
+	browser: Browser
 	dirs: SessionDirs
 	config: ServerConfig
 	is_default: bool = False
@@ -152,11 +150,22 @@ class SessionState:
 	llm: Any = None  # extraction model, made on first use
 	busy: int = 0
 	closed_reason: str | None = None
-	_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+	calls: set[asyncio.Task[Any]] = field(default_factory=set)  # tool calls running in it now
+	file_system: Any = None  # browser-use's FileSystem in the session's files directory
+	_tools: Any = None
 
 	@property
 	def browser_session(self) -> Any:
 		return self.browser.session
+
+	@property
+	def tools(self) -> Any:
+		"""browser-use's ``Tools`` (extraction, the agent's actions), made when first needed."""
+		if self._tools is None:
+			from browser_use.tools.service import Tools
+
+			self._tools = Tools()
+		return self._tools
 
 	@property
 	def key(self) -> tuple[str, str]:
@@ -197,8 +206,12 @@ def _prepare(config: ServerConfig, owner: Owner) -> tuple[ServerConfig, SweepRep
 class SessionRegistry:
 	"""Creates, finds, serializes, expires and closes sessions."""
 
-	def __init__(self, config: ServerConfig, owner: Owner | None = None) -> None:
+	def __init__(self, config: ServerConfig, owner: Owner | None = None, provider: BrowserProvider | None = None) -> None:
+		"""``provider``: where browsers come from; by default a Chromium process per session, set
+		up at start (a given one skips loading browser-use, the patches and the sweep: tests)."""
 		self.config = config
+		self.provider = provider
+		self._own_provider = provider is None
 		self.owner = owner or Owner.current()
 		self._sessions: dict[tuple[str, str], SessionState] = {}
 		self._creating: dict[tuple[str, str], asyncio.Task[SessionState]] = {}
@@ -209,7 +222,6 @@ class SessionRegistry:
 		self._reaper: asyncio.Task[None] | None = None
 		self._background: set[asyncio.Task[Any]] = set()
 		self._shutting_down = False
-		self.executable: str | None = None
 		self.single_principal = len(config.auth_tokens) <= 1
 		self._watchdog: Any = None
 		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
@@ -244,31 +256,46 @@ class SessionRegistry:
 			) from exc
 
 	async def _start(self) -> None:
-		# in a thread: importing browser-use and reading every process's command line take long
-		self.config, report = await asyncio.to_thread(_prepare, self.config, self.owner)
-		if report.processes_killed or report.dirs_removed:
-			logger.warning(
-				'start-up sweep: killed %d leftover browser processes, removed %d stale state dirs of dead servers',
-				report.processes_killed,
-				report.dirs_removed,
-			)
+		if self._own_provider:
+			# in a thread: importing browser-use and reading every process's command line take long
+			self.config, report = await asyncio.to_thread(_prepare, self.config, self.owner)
+			if report.processes_killed or report.dirs_removed:
+				logger.warning(
+					'start-up sweep: killed %d leftover browser processes, removed %d stale state dirs of dead servers',
+					report.processes_killed,
+					report.dirs_removed,
+				)
 		self._state_dir = StateDir(self.config.state_dir, self.owner)
 		self._tie_browsers_to_server()
-		self.executable = find_chromium(self.config.executable_path)
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
-		# browser-use adjustments, all before the first session's event bus exists
-		concurrency.install(self.config.parallel_event_buses)
-		fast_actions.install(self.config.fast_actions)
-		quiet_tabs.install()
-		if self.config.prewarm > 0 and self.executable:
-			state_dir = self._state_dir
+		if self._own_provider:
+			# browser-use adjustments, all before the first session's event bus exists
+			concurrency.install(self.config.parallel_event_buses)
+			fast_actions.install(self.config.fast_actions)
+			quiet_tabs.install()
+			self.provider = self._process_provider()
+		if self.config.prewarm > 0:
+			state_dir, provider = self._state_dir, self.provider
+			assert provider is not None
 			self.pool = BrowserPool(
 				self.config.prewarm,
 				new_dirs=lambda: state_dir.new_session_dirs(LOCAL_PRINCIPAL, 'prewarmed'),
-				launch=self._open_browser,
+				launch=provider.open,
 				room=lambda: self.config.max_sessions - self.count,
 			)
 			self.pool.start()
+
+	def _process_provider(self) -> BrowserProvider:
+		from browser_use_mcp.providers.process import ProcessProvider
+
+		return ProcessProvider(
+			find_chromium(self.config.executable_path),
+			owner=self.owner,
+			profile_base=dict(self.config.browser_profile),
+			headless=self.config.headless,
+			user_args=self.config.chromium_args,
+			use_extensions=bool(self.config.browser_profile.get('enable_default_extensions', False)),
+		)
 
 	async def shutdown(self) -> None:
 		"""Close every session and remove our state dir. Idempotent; never raises."""
@@ -291,6 +318,9 @@ class SessionRegistry:
 			*(self._close_state(s, 'the server shut down') for s in list(self._sessions.values())), return_exceptions=True
 		)
 		await asyncio.gather(*self._closing.values(), *self._background, return_exceptions=True)
+		if self.provider is not None:
+			with contextlib.suppress(Exception):
+				await self.provider.shutdown()
 		if self._state_dir:
 			self._state_dir.remove()
 		if self._watchdog is not None:
@@ -315,9 +345,6 @@ class SessionRegistry:
 	def sessions(self, principal: str | None = None) -> list[SessionState]:
 		return [s for s in self._sessions.values() if principal is None or s.principal == principal]
 
-	def find(self, principal: str, session_id: str) -> SessionState | None:
-		return self._sessions.get((principal, session_id))
-
 	def exists(self, principal: str, session_id: str) -> bool:
 		key = (principal, session_id)
 		return key in self._sessions or key in self._creating
@@ -327,9 +354,14 @@ class SessionRegistry:
 
 	def raise_if_lost(self, principal: str, session_id: str) -> None:
 		"""If this id lost its state, say so (once) instead of 'not found'."""
-		tomb = self._tombstones.pop((principal, session_id), None)
-		if tomb is not None:
-			raise SessionLost(tomb.message(session_id))
+		lost = self._take_loss((principal, session_id))
+		if lost is not None:
+			raise lost
+
+	def _take_loss(self, key: tuple[str, str]) -> SessionLost | None:
+		"""The one-time error for an id whose state was lost, consumed; None if there is none."""
+		tomb = self._tombstones.pop(key, None)
+		return None if tomb is None else SessionLost(tomb.message(key[1]))
 
 	def retention_text(self) -> str:
 		parts = []
@@ -347,7 +379,7 @@ class SessionRegistry:
 
 	async def resolve(self, principal: str, session_id: str | None, *, create: bool = True) -> SessionState:
 		"""The live session for this id; created on first use; SessionLost once after a loss."""
-		sid = DEFAULT_SESSION_ID if session_id is None else check_session_id(session_id)
+		sid = self.normalize_id(session_id)
 		key = (principal, sid)
 		await self.ready()
 		while True:
@@ -359,12 +391,12 @@ class SessionRegistry:
 			state = self._sessions.get(key)
 			if state is not None:
 				if not state.browser.alive() and state.closed_reason is None:
-					await self._lose(state, 'crashed', self._crash_detail(state))
+					await self._lose(state, 'crashed', state.browser.death_detail())
 					continue
 				return state
-			tomb = self._tombstones.pop(key, None)
-			if tomb is not None:
-				raise SessionLost(tomb.message(sid))
+			lost = self._take_loss(key)
+			if lost is not None:
+				raise lost
 			if not create:
 				raise SessionNotFound(sid)
 			task = self._creating.get(key)
@@ -386,7 +418,7 @@ class SessionRegistry:
 
 	async def create(self, principal: str, session_id: str | None) -> tuple[SessionState, bool]:
 		"""For browser_create_session: (state, created_now)."""
-		sid = new_session_id() if session_id is None else check_session_id(session_id)
+		sid = new_session_id() if session_id is None else self.normalize_id(session_id)
 		existed = self.exists(principal, sid)
 		state = await self.resolve(principal, sid)
 		return state, not existed
@@ -403,51 +435,46 @@ class SessionRegistry:
 	) -> tuple[SessionState, T]:
 		"""Run ``fn`` on the session under its lock; a close of the session cancels it."""
 		state = await self.resolve(principal, session_id, create=create)
-		token = current_session.set(state.session_id)
-		try:
-			async with state.lock:
-				if state.closed_reason is not None:
-					raise SessionClosed(
-						f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call waited for it. '
-						'Call again to start a fresh session with this id.'
-					)
-				if not state.browser.alive():
-					await self._lose(state, 'crashed', self._crash_detail(state))
-					return await self.run(principal, session_id, fn, create=create)
-				state.busy += 1
+		async with state.lock:
+			if state.closed_reason is not None:
+				raise SessionClosed(
+					f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call waited for it. '
+					'Call again to start a fresh session with this id.'
+				)
+			if not state.browser.alive():
+				await self._lose(state, 'crashed', state.browser.death_detail())
+				return await self.run(principal, session_id, fn, create=create)
+			state.busy += 1
+			state.touch()
+			with state.browser.tasks.entered():  # what the call starts belongs to this browser
+				inner = asyncio.create_task(fn(state))
+			state.calls.add(inner)
+			try:
+				return state, await asyncio.shield(inner)
+			except asyncio.CancelledError:
+				current = asyncio.current_task()
+				if current is None or current.cancelling() == 0:
+					if state.closed_reason is None:  # cancelled from inside, not by us or the client
+						raise BrowserActionFailed(
+							'The call was interrupted inside the browser; the session is still open, retry it.'
+						) from None
+					raise self._closed_error(state) from None  # the session was closed under the call
+				# The client cancelled. Tell the handler once (the transport's cancel scope
+				# re-delivers on every await), and keep the lock until it has let go of the
+				# browser, so the next call never overlaps a handler still winding down.
+				inner.cancel()
+				with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
+					await asyncio.wait({inner})
+				raise
+			finally:
+				state.calls.discard(inner)
+				state.busy -= 1
 				state.touch()
-				with state.browser.tasks.entered():  # what the call starts belongs to this browser
-					inner = asyncio.create_task(fn(state))
-				state._tasks.add(inner)
-				try:
-					return state, await asyncio.shield(inner)
-				except asyncio.CancelledError:
-					current = asyncio.current_task()
-					if current is None or current.cancelling() == 0:
-						if state.closed_reason is None:  # cancelled from inside, not by us or the client
-							raise BrowserActionFailed(
-								'The call was interrupted inside the browser; the session is still open, retry it.'
-							) from None
-						raise self._closed_error(state) from None  # the session was closed under the call
-					# The client cancelled. Tell the handler once (the transport's cancel scope
-					# re-delivers on every await), and keep the lock until it has let go of the
-					# browser, so the next call never overlaps a handler still winding down.
-					inner.cancel()
-					with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
-						await asyncio.wait({inner})
-					raise
-				finally:
-					state._tasks.discard(inner)
-					state.busy -= 1
-					state.touch()
-		finally:
-			current_session.reset(token)
 
 	def _closed_error(self, state: SessionState) -> Exception:
-		tomb = self._tombstones.get(state.key)
-		if tomb is not None:
-			self._tombstones.pop(state.key, None)
-			return SessionLost(tomb.message(state.session_id))
+		lost = self._take_loss(state.key)
+		if lost is not None:
+			return lost
 		return SessionClosed(
 			f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call was running; the call '
 			'was cancelled. Call again to start a fresh session with this id.'
@@ -493,10 +520,10 @@ class SessionRegistry:
 		await asyncio.shield(pending)
 
 	async def _teardown(self, state: SessionState) -> None:
-		for task in list(state._tasks):
+		for task in list(state.calls):
 			task.cancel()
-		if state._tasks:
-			await asyncio.wait(list(state._tasks), timeout=5)
+		if state.calls:
+			await asyncio.wait(list(state.calls), timeout=5)
 		graceful = not state.dirs.temporary
 		await state.browser.close(graceful=graceful)
 		await asyncio.to_thread(state.dirs.remove)
@@ -522,13 +549,12 @@ class SessionRegistry:
 		while len(self._tombstones) > TOMBSTONE_LIMIT:
 			self._tombstones.popitem(last=False)
 
-	def _crash_detail(self, state: SessionState) -> str:
-		return 'Chromium exited unexpectedly' + state.browser.chromium.reason_suffix()
-
-	def _on_browser_exit(self, state: SessionState) -> None:
-		if state.browser.chromium.stopping or state.closed_reason is not None or self._shutting_down:
+	def _on_browser_death(self, state: SessionState) -> None:
+		if state.closed_reason is not None or self._shutting_down:
 			return
-		task = asyncio.create_task(self._lose(state, 'crashed', self._crash_detail(state)), context=tagged(state.session_id))
+		task = asyncio.create_task(
+			self._lose(state, 'crashed', state.browser.death_detail()), context=tagged(state.session_id)
+		)
 		self._background.add(task)
 		task.add_done_callback(self._background.discard)
 
@@ -537,8 +563,10 @@ class SessionRegistry:
 	async def _reap_forever(self) -> None:
 		while True:
 			await asyncio.sleep(self._reap_interval())
-			with contextlib.suppress(Exception):
+			try:
 				await self.reap()
+			except Exception:  # keep reaping: a failure here must not stop every later expiry
+				logger.exception('expiring idle sessions failed')
 
 	def _reap_interval(self) -> float:
 		limits = [t for t in (self.config.idle_timeout, self.config.max_session_duration) if t > 0]
@@ -561,86 +589,67 @@ class SessionRegistry:
 	# -- creation ----------------------------------------------------------------------------
 
 	async def _create(self, principal: str, session_id: str) -> SessionState:
-		assert self._state_dir is not None, 'registry not started'
-		if not self.executable:
-			self.executable = find_chromium(self.config.executable_path)
-		if not self.executable:
-			raise BrowserStartFailed(
-				'No Chromium or Chrome was found. Install it (Debian/Ubuntu: apt-get install chromium) or set '
-				'BROWSER_USE_MCP_CHROMIUM to the browser binary, then retry.'
-			)
+		assert self._state_dir is not None and self.provider is not None, 'registry not started'
 		is_default = session_id == DEFAULT_SESSION_ID
 		notes: list[str] = []
 		restarted = self._restarts.pop((principal, session_id), None) if is_default else None
 		if restarted is not None:
 			notes.append(restarted.restart_note())
 		dirs = self._default_dirs(notes) if is_default and self.single_principal else None
-		if dirs is None and self.pool is not None:
-			dirs = await self.pool.claim()  # a prewarmed browser's fresh profile, if one is ready
-		if dirs is None:
-			dirs = self._state_dir.new_session_dirs(principal, session_id)
-		try:
-			browser = await self._open_browser(dirs)
-		except BrowserStartFailed as exc:
-			if dirs.temporary or 'Singleton' not in str(exc):
-				dirs.remove()
-				raise
-			# lost a race for the persistent profile: fall back like a locked profile
-			notes.append(self._fallback_note(dirs.profile, None))
-			dirs = self._state_dir.new_session_dirs(principal, session_id)
-			try:
-				browser = await self._open_browser(dirs)
-			except BaseException:
-				dirs.remove()
-				raise
-		except BaseException:
-			if dirs.temporary:
-				dirs.remove()
-			raise
+		spare = await self.pool.claim() if dirs is None and self.pool is not None else None
+		if spare is not None:
+			dirs, browser = spare.dirs, spare.browser
+		else:
+			dirs, browser = await self._launch(principal, session_id, dirs, notes)
 		try:
 			from browser_use.filesystem.file_system import FileSystem
-			from browser_use.tools.service import Tools
 
-			tools = Tools()
 			file_system = await asyncio.to_thread(FileSystem, dirs.files)
 		except BaseException:
-			await browser.close()
-			dirs.remove()
+			await self._discard(Spare(dirs, browser))
 			raise
 		state = SessionState(
 			session_id=session_id,
 			principal=principal,
 			browser=browser,
-			tools=tools,
-			file_system=file_system,
 			dirs=dirs,
 			config=self.config,
 			is_default=is_default,
 			notes=notes,
+			file_system=file_system,
 		)
 		if self._shutting_down:
-			await browser.close()
-			dirs.remove()
+			await self._discard(Spare(dirs, browser))
 			raise SessionClosed('The server is shutting down; no new sessions can be created.')
 		self._sessions[state.key] = state
-		browser.chromium.on_exit(lambda _c, s=state: self._on_browser_exit(s))
+		browser.on_death(lambda s=state: self._on_browser_death(s))
 		logger.info('session %r created (profile %s)', session_id, dirs.profile)
 		return state
 
-	async def _open_browser(self, dirs: SessionDirs) -> SessionBrowser:
-		prewarmed = self.pool.browser_for(dirs) if self.pool is not None else None
-		if prewarmed is not None:
-			return prewarmed
-		assert self.executable
-		return await SessionBrowser.open(
-			executable=self.executable,
-			profile_base=dict(self.config.browser_profile),
-			dirs=dirs,
-			headless=self.config.headless,
-			owner=self.owner,
-			user_args=self.config.chromium_args,
-			use_extensions=bool(self.config.browser_profile.get('enable_default_extensions', False)),
-		)
+	async def _launch(
+		self, principal: str, session_id: str, dirs: SessionDirs | None, notes: list[str]
+	) -> tuple[SessionDirs, Browser]:
+		"""A browser on ``dirs`` (fresh temporary ones if None); nothing is left behind on failure."""
+		assert self._state_dir is not None and self.provider is not None
+		if dirs is None:
+			dirs = self._state_dir.new_session_dirs(principal, session_id)
+		try:
+			return dirs, await self.provider.open(dirs)
+		except BrowserStartFailed as exc:
+			if not dirs.temporary and 'Singleton' in str(exc):
+				# lost a race for the persistent profile: fall back like a locked profile
+				notes.append(self._fallback_note(dirs.profile, None))
+				return await self._launch(principal, session_id, None, notes)
+			dirs.remove()  # temporary ones only
+			raise
+		except BaseException:
+			dirs.remove()
+			raise
+
+	@staticmethod
+	async def _discard(spare: Spare) -> None:
+		await spare.browser.close()
+		await asyncio.to_thread(spare.dirs.remove)
 
 	def _default_dirs(self, notes: list[str]) -> SessionDirs | None:
 		"""The persistent profile for the default session, or None (with a note) if it is locked."""

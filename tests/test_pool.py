@@ -96,14 +96,12 @@ async def test_fills_hands_out_and_refills(make_pool: Any) -> None:
 	pool, launcher = make_pool(2)
 	pool.start()
 	await until(lambda: pool.ready == 2)
-	dirs = await pool.claim()
-	assert dirs is not None
-	browser = pool.browser_for(dirs)
-	assert browser is not None and browser.dirs is dirs and browser.alive()
-	assert pool.browser_for(dirs) is None  # handed out once
-	assert pool.browser_for(launcher.new_dirs()) is None  # not ours
+	spare = await pool.claim()
+	assert spare is not None and spare.browser.dirs is spare.dirs and spare.browser.alive()
+	other = await pool.claim()
+	assert other is not None and other.browser is not spare.browser  # each handed out once
 	await until(lambda: pool.ready == 2)
-	assert launcher.count >= 3 and pool.handed_out == 1
+	assert launcher.count >= 4 and pool.handed_out == 2
 
 
 async def test_a_launch_under_way_is_awaited_not_duplicated(make_pool: Any) -> None:
@@ -115,8 +113,8 @@ async def test_a_launch_under_way_is_awaited_not_duplicated(make_pool: Any) -> N
 	await asyncio.sleep(0.05)
 	assert not claiming.done()
 	launcher.gate.set()
-	dirs = await asyncio.wait_for(claiming, GUARD)
-	assert dirs is not None and pool.browser_for(dirs) is launcher.browsers[0]
+	spare = await asyncio.wait_for(claiming, GUARD)
+	assert spare is not None and spare.browser is launcher.browsers[0]
 
 
 async def test_pooled_plus_live_never_exceed_the_cap(make_pool: Any) -> None:
@@ -148,8 +146,8 @@ async def test_dead_spares_are_skipped_and_replaced(make_pool: Any) -> None:
 	pool.start()
 	await until(lambda: pool.ready == 2)
 	launcher.browsers[0].dead = True
-	dirs = await pool.claim()
-	assert dirs is not None and pool.browser_for(dirs) is launcher.browsers[1]
+	spare = await pool.claim()
+	assert spare is not None and spare.browser is launcher.browsers[1]
 	assert launcher.browsers[0].closed and not launcher.browsers[0].dirs.root.exists()
 
 
@@ -163,16 +161,17 @@ async def test_failed_launches_leave_nothing_behind(make_pool: Any, tmp_path: Pa
 	assert list(tmp_path.glob('spare-*')) == []
 
 
-async def test_close_ends_spares_launches_and_unclaimed_handouts(make_pool: Any, tmp_path: Path) -> None:
+async def test_close_ends_spares_and_launches_but_not_what_was_claimed(make_pool: Any, tmp_path: Path) -> None:
 	pool, launcher = make_pool(2)
 	pool.start()
 	await until(lambda: pool.ready == 2)
-	claimed = await pool.claim()  # handed out, never taken by a session
+	claimed = await pool.claim()  # now its claimant's to use or close
 	launcher.gate = asyncio.Event()  # the refill hangs mid-launch
 	await until(lambda: pool.pending == 2)
 	await asyncio.wait_for(pool.close(), GUARD)
-	assert claimed is not None and all(b.closed for b in launcher.browsers)
-	assert list(tmp_path.glob('spare-*')) == []
+	assert claimed is not None and not claimed.browser.closed
+	assert all(b.closed for b in launcher.browsers if b is not claimed.browser)
+	assert list(tmp_path.glob('spare-*')) == [claimed.dirs.root]
 	assert await pool.claim() is None
 
 

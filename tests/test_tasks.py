@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from browser_use_mcp import tasks as task_scopes
-from browser_use_mcp.browser import Owner, SessionBrowser, StateDir, find_chromium
+from browser_use_mcp.browser import Owner, StateDir, find_chromium
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.providers.process import ProcessProvider
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Call
 from tests.support import TEST_CHROMIUM_ARGS
@@ -42,15 +43,11 @@ async def test_a_closed_browser_leaves_no_task(tmp_path: Path, site: str) -> Non
 	from browser_use.browser.events import NavigateToUrlEvent
 
 	state = StateDir(tmp_path / 'state', Owner.current())
-	baseline = set(asyncio.all_tasks())
-	browser = await SessionBrowser.open(
-		executable=find_chromium() or 'chromium',
-		profile_base={},
-		dirs=state.new_session_dirs('local', 'leak'),
-		headless=True,
-		owner=Owner.current(),
-		user_args=TEST_CHROMIUM_ARGS,
+	provider = ProcessProvider(
+		find_chromium(), owner=Owner.current(), profile_base={}, headless=True, user_args=TEST_CHROMIUM_ARGS
 	)
+	baseline = set(asyncio.all_tasks())
+	browser = await provider.open(state.new_session_dirs('local', 'leak'))
 	try:
 		await browser.session.event_bus.dispatch(NavigateToUrlEvent(url=f'{site}/two'))
 		running = others(baseline)

@@ -1,0 +1,72 @@
+"""A Chromium of our own for every session: the strongest isolation, and the only way to give a
+session a persistent profile (the default session's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from browser_use_mcp.browser import (
+	ChromiumProcess,
+	Owner,
+	SessionDirs,
+	build_profile,
+	cached_extension_args,
+	chromium_args,
+)
+from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.providers.base import BrowserProvider, Endpoint
+
+NO_CHROMIUM = (
+	'No Chromium or Chrome was found. Install it (Debian/Ubuntu: apt-get install chromium) or set '
+	'BROWSER_USE_MCP_CHROMIUM to the browser binary, then retry.'
+)
+
+
+class ProcessEndpoint(Endpoint):
+	def __init__(self, chromium: ChromiumProcess) -> None:
+		super().__init__()
+		self.chromium = chromium
+		self.cdp_url = chromium.ws_url or ''
+		chromium.on_exit(lambda _c: self.died())
+
+	def alive(self) -> bool:
+		return self.chromium.alive()
+
+	def death_detail(self) -> str:
+		return 'Chromium exited unexpectedly' + self.chromium.reason_suffix()
+
+	async def release(self, graceful: bool = False) -> None:
+		self.releasing = True
+		await self.chromium.kill(graceful_timeout=3.0 if graceful else 0.0)
+
+
+class ProcessProvider(BrowserProvider):
+	"""Launches one Chromium per session, with our launch flags and owner marker."""
+
+	def __init__(
+		self,
+		executable: str | None,
+		*,
+		owner: Owner,
+		profile_base: dict[str, Any],
+		headless: bool,
+		user_args: tuple[str, ...] = (),
+		use_extensions: bool = False,
+	) -> None:
+		self.executable = executable
+		self.owner = owner
+		self.profile_base = profile_base
+		self.headless = headless
+		self.user_args = user_args
+		self.use_extensions = use_extensions
+
+	def profile(self, dirs: SessionDirs) -> Any:
+		return build_profile(self.profile_base, dirs, self.headless)
+
+	async def endpoint(self, dirs: SessionDirs, profile: Any) -> ProcessEndpoint:
+		if not self.executable:
+			raise BrowserStartFailed(NO_CHROMIUM)
+		args = chromium_args(profile, user_args=self.user_args)
+		if self.use_extensions:
+			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
+		return ProcessEndpoint(await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner))
