@@ -31,6 +31,7 @@ from typing import Any
 import psutil
 
 from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.patches import internals
 
 logger = logging.getLogger('browser_use_mcp.browser')
 
@@ -89,11 +90,7 @@ def find_chromium(configured: str | None = None) -> str | None:
 		found = shutil.which(name)
 		if found:
 			return found
-	with contextlib.suppress(Exception):
-		from browser_use.browser.watchdogs.local_browser_watchdog import LocalBrowserWatchdog
-
-		return LocalBrowserWatchdog._find_installed_browser_path()
-	return None
+	return internals.installed_browser_path()
 
 
 def profile_lock_owner(user_data_dir: Path) -> int | None:

@@ -72,6 +72,23 @@ def build_parser() -> argparse.ArgumentParser:
 		'--headless', dest='headless', action='store_true', default=None, help='no windows (default without a display)'
 	)
 	b.add_argument('--state-dir', metavar='DIR', help=f'where temporary profiles live (env {_env("state_dir")})')
+	b.add_argument(
+		'--isolation',
+		choices=('browser', 'context'),
+		help=f'a named session is a Chromium of its own (browser) or a context of a shared one (default browser; env {_env("isolation")})',
+	)
+	b.add_argument(
+		'--contexts-per-browser',
+		type=int,
+		metavar='K',
+		help=f'--isolation context: sessions per shared Chromium (default 8; env {_env("contexts_per_browser")})',
+	)
+	b.add_argument(
+		'--cdp-url',
+		metavar='URL',
+		help='attach to a running browser (http://host:port of its --remote-debugging-port): the default session '
+		f'drives it, named sessions get contexts in it; it is never closed (env {_env("cdp_url")} or BROWSER_USE_CDP_URL)',
+	)
 	o = parser.add_argument_group('output')
 	o.add_argument(
 		'--log-level',
@@ -102,6 +119,9 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'executable_path': ns.executable_path,
 		'headless': ns.headless,
 		'state_dir': Path(ns.state_dir).expanduser() if ns.state_dir else None,
+		'isolation': ns.isolation,
+		'contexts_per_browser': ns.contexts_per_browser,
+		'cdp_url': ns.cdp_url,
 		'log_level': ns.log_level,
 	}
 	return {k: v for k, v in values.items() if v is not None}
@@ -132,6 +152,16 @@ def main(argv: list[str] | None = None) -> None:
 
 def run_server(config: Any) -> int:
 	import asyncio
+
+	if config.cdp_url:  # a wrong URL is a start-up error, with the address and what to check
+		from browser_use_mcp.errors import BrowserStartFailed
+		from browser_use_mcp.providers.shared import browser_ws_url
+
+		try:
+			browser_ws_url(config.cdp_url)
+		except BrowserStartFailed as exc:
+			print(f'browser-use-mcp: {exc.message}', file=sys.stderr)
+			return 2
 
 	if config.transport == 'http':
 		from browser_use_mcp.http import serve_http

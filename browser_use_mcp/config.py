@@ -64,6 +64,10 @@ class ServerConfig:
 	shutdown_grace: float = 3.0
 
 	# browser
+	isolation: str = 'browser'  # what a named session is: 'browser' (a Chromium each) or 'context' (shared Chromiums)
+	contexts_per_browser: int = 8  # --isolation context: most sessions one shared Chromium hosts
+	shared_browser_idle: float = 30.0  # s an empty shared Chromium waits for a new session before it is closed
+	cdp_url: str | None = None  # attach to this browser: the default session drives it, named sessions get contexts
 	executable_path: str | None = None
 	headless: bool = True
 	browser_profile: Mapping[str, Any] = field(default_factory=dict)
@@ -71,8 +75,13 @@ class ServerConfig:
 	default_downloads_dir: Path = Path('~/Downloads/browser-use-mcp').expanduser()
 	default_files_dir: Path = Path('~/.browser-use-mcp').expanduser()
 	state_dir: Path = field(default_factory=default_state_dir)
+	# patches (browser_use_mcp/patches): each one's off switch
 	parallel_event_buses: bool = True
 	fast_actions: bool = True  # clicks and go-back wait for the page, not for fixed sleeps
+	lazy_cloud_client: bool = True  # sessions build no HTTP client for browser-use's cloud API until used
+	quiet_blank_tabs: bool = True  # no animation (and no CDN request) in about:blank tabs
+	agent_keeps_browser: bool = True  # off: retry_with_browser_use_agent refuses to run
+	orderly_http_shutdown: bool = True  # HTTP: the server, not uvicorn, handles SIGTERM/SIGINT
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
 	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
@@ -119,8 +128,16 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'state_dir': (f'{ENV_PREFIX}STATE_DIR', lambda v: Path(v).expanduser()),
 	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
 	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),
+	'isolation': (f'{ENV_PREFIX}ISOLATION', str),
+	'contexts_per_browser': (f'{ENV_PREFIX}CONTEXTS_PER_BROWSER', _int),
+	'shared_browser_idle': (f'{ENV_PREFIX}SHARED_BROWSER_IDLE', _float),
+	'cdp_url': (f'{ENV_PREFIX}CDP_URL', str),
 	'parallel_event_buses': (f'{ENV_PREFIX}PARALLEL_EVENT_BUSES', _truthy),
 	'fast_actions': (f'{ENV_PREFIX}FAST_ACTIONS', _truthy),
+	'lazy_cloud_client': (f'{ENV_PREFIX}LAZY_CLOUD_CLIENT', _truthy),
+	'quiet_blank_tabs': (f'{ENV_PREFIX}QUIET_BLANK_TABS', _truthy),
+	'agent_keeps_browser': (f'{ENV_PREFIX}AGENT_KEEPS_BROWSER', _truthy),
+	'orderly_http_shutdown': (f'{ENV_PREFIX}ORDERLY_HTTP_SHUTDOWN', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
@@ -170,6 +187,10 @@ def load_config(environ: Mapping[str, str] | None = None, *, browser_use: bool =
 		values['deferred'] = (dict(env), dict(cli))
 	if profile.get('executable_path'):
 		values['executable_path'] = str(profile['executable_path'])
+	# attach to a running browser: config.json's cdp_url, then BROWSER_USE_CDP_URL (ours below wins)
+	upstream_cdp_url = env.get('BROWSER_USE_CDP_URL', '').strip() or str(profile.get('cdp_url') or '').strip()
+	if upstream_cdp_url:
+		values['cdp_url'] = upstream_cdp_url
 	if profile.get('user_data_dir'):
 		values['default_user_data_dir'] = Path(str(profile['user_data_dir'])).expanduser()
 	if profile.get('downloads_path'):
@@ -227,6 +248,14 @@ def validate(config: ServerConfig) -> None:
 		problems.append('max sessions must be >= 1')
 	if config.prewarm < 0:
 		problems.append('prewarm must be >= 0')
+	if config.isolation not in ('browser', 'context'):
+		problems.append(f'isolation must be browser or context, not {config.isolation!r}')
+	if config.shared_browser_idle < 0:
+		problems.append('shared browser idle time must be >= 0')
+	if config.contexts_per_browser < 1:
+		problems.append('contexts per browser must be >= 1')
+	if config.cdp_url is not None and not config.cdp_url.startswith(('http://', 'https://', 'ws://', 'wss://')):
+		problems.append(f'--cdp-url must be an http(s):// or ws(s):// URL, not {config.cdp_url!r}')
 	if config.watchdog not in ('auto', 'on', 'off'):
 		problems.append(f'watchdog must be auto, on or off, not {config.watchdog!r}')
 	if not 0 < config.port < 65536:

@@ -351,6 +351,45 @@ def check_versions(pins: Mapping[str, str] | None = None) -> list[Check]:
 	return checks
 
 
+PATCH_FIX = (
+	'Install the versions this release was written for: ./scripts/setup.sh (or pip install -e . in the project). '
+	'After a deliberate upgrade, port the patch and update its pins (docs/architecture.md, "Patches").'
+)
+
+
+def check_patches(config: ServerConfig, patch_list: list[Any] | None = None) -> list[Check]:
+	"""What the server will make of each of its patches to browser-use and its dependencies, under
+	``config``: active, off (by configuration) or refused (the installed package differs). Nothing
+	is applied here."""
+	from browser_use_mcp import patches
+
+	checks = []
+	for patch in patches.all_patches() if patch_list is None else patch_list:
+		status = patches.preview(patch, config)
+		name = f'patch {patch.name}'
+		if status.state == 'active':
+			checks.append(Check(name, 'ok', f'active: {patch.title}'))
+		elif status.state == 'off':
+			checks.append(Check(name, 'ok', f'off by configuration ({status.reason}): {patch.when_refused}'))
+		else:
+			checks.append(Check(name, 'warn', f'refused ({status.reason}): {patch.when_refused}', PATCH_FIX))
+	return checks
+
+
+def check_private_reads() -> Check:
+	"""Whether the few private attributes of browser-use and cdp-use the server reads are still
+	what it was written for."""
+	from browser_use_mcp.patches import internals
+
+	refused = {read.name: read.problems() for read in internals.READS}
+	refused = {name: found for name, found in refused.items() if found}
+	if not refused:
+		return Check('private reads', 'ok', f'{len(internals.READS)} reads of dependency internals match their pins')
+	by_name = {read.name: read for read in internals.READS}
+	summary = '; '.join(f'{name} refused ({"; ".join(found)}): {by_name[name].fallback}' for name, found in refused.items())
+	return Check('private reads', 'warn', summary, PATCH_FIX)
+
+
 # -- the report ----------------------------------------------------------------------------
 
 
@@ -367,6 +406,8 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	checks.extend(check_state_dirs(config))
 	checks.append(check_llm(config.llm, env))
 	checks.extend(check_versions())
+	checks.extend(check_patches(config))
+	checks.append(check_private_reads())
 	return checks
 
 

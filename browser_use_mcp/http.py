@@ -346,15 +346,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 def _uvicorn_server(app: Starlette, config: ServerConfig) -> Any:
 	import uvicorn
 
-	class QuietSignals(uvicorn.Server):
-		"""uvicorn would act on SIGTERM/SIGINT too, racing its HTTP shutdown against the session
-		shutdown (and re-raising the signal afterwards). ``run_until_stopped`` alone owns the
-		signals, as on stdio, so sessions close first and calls in flight still get their
-		answer over an open connection."""
-
-		@contextlib.contextmanager
-		def capture_signals(self) -> Any:
-			yield
+	from browser_use_mcp.patches import uvicorn_signals
 
 	uv_config = uvicorn.Config(
 		app,
@@ -365,7 +357,9 @@ def _uvicorn_server(app: Starlette, config: ServerConfig) -> Any:
 		timeout_graceful_shutdown=1,
 		server_header=False,
 	)
-	return QuietSignals(uv_config)
+	# uvicorn.Server minus its own SIGTERM/SIGINT handlers: run_until_stopped alone owns the signals,
+	# so sessions close first (patches/uvicorn_signals.py)
+	return uvicorn_signals.server_class(config)(uv_config)
 
 
 async def serve_http(config: ServerConfig) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 from uuid_extensions import uuid7str
 
-from browser_use_mcp import concurrency, fast_actions, quiet_tabs
+from browser_use_mcp import patches
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import (
 	Owner,
@@ -207,10 +207,12 @@ class SessionRegistry:
 	"""Creates, finds, serializes, expires and closes sessions."""
 
 	def __init__(self, config: ServerConfig, owner: Owner | None = None, provider: BrowserProvider | None = None) -> None:
-		"""``provider``: where browsers come from; by default a Chromium process per session, set
-		up at start (a given one skips loading browser-use, the patches and the sweep: tests)."""
+		"""``provider``: where every session's browser comes from. By default it is decided at
+		start from the configuration (a given one skips loading browser-use, the patches and
+		the sweep: tests)."""
 		self.config = config
-		self.provider = provider
+		self.provider = provider  # named sessions
+		self.default_provider = provider  # the default session (its persistent profile needs a process)
 		self._own_provider = provider is None
 		self.owner = owner or Owner.current()
 		self._sessions: dict[tuple[str, str], SessionState] = {}
@@ -269,11 +271,10 @@ class SessionRegistry:
 		self._tie_browsers_to_server()
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
 		if self._own_provider:
-			# browser-use adjustments, all before the first session's event bus exists
-			concurrency.install(self.config.parallel_event_buses)
-			fast_actions.install(self.config.fast_actions)
-			quiet_tabs.install()
-			self.provider = self._process_provider()
+			# browser-use adjustments, all before the first session's event bus exists (in a
+			# thread: checking them reads and hashes source files)
+			await asyncio.to_thread(patches.apply_all, self.config)
+			self._choose_providers()
 		if self.config.prewarm > 0:
 			state_dir, provider = self._state_dir, self.provider
 			assert provider is not None
@@ -285,17 +286,36 @@ class SessionRegistry:
 			)
 			self.pool.start()
 
-	def _process_provider(self) -> BrowserProvider:
+	def _choose_providers(self) -> None:
+		"""A Chromium per session (``--isolation browser``), or contexts of shared Chromiums
+		(``context``), or contexts of the browser at ``--cdp-url``; the default session keeps a
+		browser of its own for its persistent profile (with --cdp-url: drives that browser)."""
 		from browser_use_mcp.providers.process import ProcessProvider
+		from browser_use_mcp.providers.shared import AttachedProvider, SharedProvider
 
-		return ProcessProvider(
-			find_chromium(self.config.executable_path),
-			owner=self.owner,
-			profile_base=dict(self.config.browser_profile),
-			headless=self.config.headless,
-			user_args=self.config.chromium_args,
-			use_extensions=bool(self.config.browser_profile.get('enable_default_extensions', False)),
-		)
+		config, state_dir = self.config, self._state_dir
+		assert state_dir is not None
+		common: dict[str, Any] = {
+			'owner': self.owner,
+			'profile_base': dict(config.browser_profile),
+			'headless': config.headless,
+			'user_args': config.chromium_args,
+		}
+		executable = find_chromium(config.executable_path)
+		use_extensions = bool(config.browser_profile.get('enable_default_extensions', False))
+		process = ProcessProvider(executable, use_extensions=use_extensions, **common)
+		self.default_provider = self.provider = process
+		if config.cdp_url:
+			self.default_provider = AttachedProvider(config.cdp_url, profile_base=common['profile_base'], headless=config.headless)
+		if config.cdp_url or config.isolation == 'context':
+			self.provider = SharedProvider(
+				executable,
+				new_dirs=lambda: state_dir.new_session_dirs(LOCAL_PRINCIPAL, 'shared-browser'),
+				contexts_per_browser=config.contexts_per_browser,
+				attach_url=config.cdp_url,
+				empty_grace=config.shared_browser_idle,
+				**common,
+			)
 
 	async def shutdown(self) -> None:
 		"""Close every session and remove our state dir. Idempotent; never raises."""
@@ -318,9 +338,9 @@ class SessionRegistry:
 			*(self._close_state(s, 'the server shut down') for s in list(self._sessions.values())), return_exceptions=True
 		)
 		await asyncio.gather(*self._closing.values(), *self._background, return_exceptions=True)
-		if self.provider is not None:
+		for provider in {self.provider, self.default_provider} - {None}:
 			with contextlib.suppress(Exception):
-				await self.provider.shutdown()
+				await provider.shutdown()
 		if self._state_dir:
 			self._state_dir.remove()
 		if self._watchdog is not None:
@@ -596,11 +616,11 @@ class SessionRegistry:
 		if restarted is not None:
 			notes.append(restarted.restart_note())
 		dirs = self._default_dirs(notes) if is_default and self.single_principal else None
-		spare = await self.pool.claim() if dirs is None and self.pool is not None else None
+		spare = await self.pool.claim() if not is_default and self.pool is not None else None
 		if spare is not None:
 			dirs, browser = spare.dirs, spare.browser
 		else:
-			dirs, browser = await self._launch(principal, session_id, dirs, notes)
+			dirs, browser = await self._launch(principal, session_id, dirs, notes, is_default)
 		try:
 			from browser_use.filesystem.file_system import FileSystem
 
@@ -627,19 +647,20 @@ class SessionRegistry:
 		return state
 
 	async def _launch(
-		self, principal: str, session_id: str, dirs: SessionDirs | None, notes: list[str]
+		self, principal: str, session_id: str, dirs: SessionDirs | None, notes: list[str], is_default: bool
 	) -> tuple[SessionDirs, Browser]:
 		"""A browser on ``dirs`` (fresh temporary ones if None); nothing is left behind on failure."""
-		assert self._state_dir is not None and self.provider is not None
+		provider = self.default_provider if is_default else self.provider
+		assert self._state_dir is not None and provider is not None
 		if dirs is None:
 			dirs = self._state_dir.new_session_dirs(principal, session_id)
 		try:
-			return dirs, await self.provider.open(dirs)
+			return dirs, await provider.open(dirs)
 		except BrowserStartFailed as exc:
 			if not dirs.temporary and 'Singleton' in str(exc):
 				# lost a race for the persistent profile: fall back like a locked profile
 				notes.append(self._fallback_note(dirs.profile, None))
-				return await self._launch(principal, session_id, None, notes)
+				return await self._launch(principal, session_id, None, notes, is_default)
 			dirs.remove()  # temporary ones only
 			raise
 		except BaseException:

@@ -60,6 +60,17 @@ def current_scope() -> TaskScope | None:
 	return _scope.get()
 
 
+@contextlib.contextmanager
+def outside_scopes() -> Iterator[None]:
+	"""Tasks created here belong to no browser: for what outlives any one session (a shared
+	browser, the websocket server its sessions connect through)."""
+	token = _scope.set(None)
+	try:
+		yield
+	finally:
+		_scope.reset(token)
+
+
 def leave_scope() -> None:
 	"""From here on, tasks this context creates belong to no browser (for a context that closes one)."""
 	_scope.set(None)

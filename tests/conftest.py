@@ -12,7 +12,7 @@ os.environ.setdefault('BROWSER_USE_SETUP_LOGGING', 'false')
 os.environ['BROWSER_USE_MCP_CHROMIUM_ARGS'] = '--proxy-server=http://127.0.0.1:9'
 
 from tests.pages import PageServer  # noqa: E402
-from tests.support import Background, Mcp, running_server  # noqa: E402
+from tests.support import Background, Mcp, isolation_modes, running_server  # noqa: E402
 
 
 @pytest.fixture(scope='session')
@@ -22,8 +22,11 @@ def site() -> Iterator[str]:
 		yield server.url
 
 
+isolation = isolation_modes('browser')  # modules that must hold in both modes override it
+
+
 @pytest.fixture(scope='module')
-async def mcp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mcp]:
+async def mcp(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> AsyncIterator[Mcp]:
 	"""One real server (stdio) shared by a test module; tests use their own session ids."""
 	home = tmp_path_factory.mktemp('server-home')
 	async with Background(running_server(home)) as server:

@@ -26,6 +26,25 @@ BLACKHOLE_PROXY = '--proxy-server=http://127.0.0.1:9'
 TEST_CHROMIUM_ARGS = (BLACKHOLE_PROXY,)
 
 
+# What a named session is in the servers tests start ('browser' or 'context'), set per module by
+# the ``isolation`` fixture (tests/conftest.py): modules that must hold in both modes run twice.
+ISOLATION = 'browser'
+
+
+def isolation_modes(*modes: str) -> Any:
+	"""A module-scoped ``isolation`` fixture running the module's tests once per mode."""
+	import pytest
+
+	@pytest.fixture(scope='module', params=modes or ('browser', 'context'))
+	def isolation(request: Any) -> Any:
+		global ISOLATION
+		previous, ISOLATION = ISOLATION, request.param
+		yield request.param
+		ISOLATION = previous
+
+	return isolation
+
+
 def server_env(home: Path, **extra: str) -> dict[str, str]:
 	"""An environment that keeps the server's every file inside ``home``."""
 	env = {k: v for k, v in os.environ.items() if not k.startswith(('BROWSER_USE', 'OPENAI', 'ANTHROPIC', 'GOOGLE_API'))}
@@ -40,6 +59,8 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
 		BROWSER_USE_MCP_LOG_LEVEL='info',
 		PYTHONPATH=str(REPO),
 		BROWSER_USE_MCP_CHROMIUM_ARGS=BLACKHOLE_PROXY,
+		BROWSER_USE_MCP_ISOLATION=ISOLATION,
+		BROWSER_USE_MCP_SHARED_BROWSER_IDLE='0',  # an empty shared Chromium goes at once: tests count processes
 	)
 	env.update(extra)
 	return env

@@ -1,4 +1,4 @@
-"""Clicks and go-back without fixed sleeps (browser_use_mcp.fast_actions), as reliable as before.
+"""Clicks and go-back without fixed sleeps (browser_use_mcp.patches.click_settle), as reliable as before.
 
 The unit half drives ``PageActivity`` with fake CDP events to pin when a click counts as done.
 The end-to-end half clicks real pages through the real server and checks that the very next
@@ -9,6 +9,7 @@ a fetch that changes the page, a slow server, a download. Timings are printed, n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import statistics
 import time
@@ -16,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from browser_use_mcp import fast_actions
-from browser_use_mcp.fast_actions import PageActivity
+from browser_use_mcp import patches
+from browser_use_mcp.patches import click_settle
+from browser_use_mcp.patches.click_settle import PageActivity
 from tests.support import Mcp, wait_until
 
 GUARD = 20.0  # s: only reached if settle() never returns; not a performance bound
@@ -75,9 +77,9 @@ async def test_settle_waits_for_a_main_frame_navigation_to_finish(page: tuple[Fa
 	settling = asyncio.create_task(activity.settle(time.monotonic()))
 	client.emit('Page.frameStartedLoading', {'frameId': 'T1'})
 	client.emit('Page.frameStartedLoading', {'frameId': 'child-frame'})  # iframes don't count
-	assert await not_done_after(settling, fast_actions.QUIET * 4)
+	assert await not_done_after(settling, click_settle.QUIET * 4)
 	client.emit('Page.frameNavigated', {'frame': {'id': 'T1'}})
-	assert await not_done_after(settling, fast_actions.QUIET * 2)  # committed, still loading
+	assert await not_done_after(settling, click_settle.QUIET * 2)  # committed, still loading
 	client.emit('Page.frameStoppedLoading', {'frameId': 'T1'})
 	await asyncio.wait_for(settling, GUARD)
 
@@ -95,7 +97,7 @@ async def test_settle_waits_for_requests_the_click_started(page: tuple[FakeClien
 	settling = asyncio.create_task(activity.settle(time.monotonic()))
 	client.emit('Network.requestWillBeSent', {'requestId': 'img', 'type': 'Image'})  # not tracked
 	client.emit('Network.requestWillBeSent', {'requestId': 'r1', 'type': 'Fetch'})
-	assert await not_done_after(settling, fast_actions.QUIET * 3)
+	assert await not_done_after(settling, click_settle.QUIET * 3)
 	client.emit('Network.loadingFinished', {'requestId': 'r1'})
 	await asyncio.wait_for(settling, GUARD)
 
@@ -106,19 +108,19 @@ async def test_a_navigation_without_a_document_gets_time_to_become_a_download(pa
 	settling = asyncio.create_task(activity.settle(time.monotonic(), download))
 	client.emit('Page.frameStartedLoading', {'frameId': 'T1'})
 	client.emit('Page.frameStoppedLoading', {'frameId': 'T1'})  # no frameNavigated: no new document
-	assert await not_done_after(settling, fast_actions.QUIET * 3)
+	assert await not_done_after(settling, click_settle.QUIET * 3)
 	download.set()
 	activity.poke()
-	await asyncio.wait_for(settling, fast_actions.DOWNLOAD_GRACE / 2)  # woken, not timed out
+	await asyncio.wait_for(settling, click_settle.DOWNLOAD_GRACE / 2)  # woken, not timed out
 
 
 async def test_go_back_waits_for_its_navigation_to_begin_and_end(page: tuple[FakeClient, PageActivity]) -> None:
 	client, activity = page
 	settling = asyncio.create_task(activity.settle(time.monotonic(), expect_navigation=True))
-	assert await not_done_after(settling, fast_actions.QUIET * 3)
+	assert await not_done_after(settling, click_settle.QUIET * 3)
 	client.emit('Page.frameStartedNavigating', {'frameId': 'T1'})
 	client.emit('Page.frameNavigated', {'frame': {'id': 'T1'}})
-	assert await not_done_after(settling, fast_actions.QUIET * 2)
+	assert await not_done_after(settling, click_settle.QUIET * 2)
 	client.emit('Page.frameStoppedLoading', {'frameId': 'T1'})
 	await asyncio.wait_for(settling, GUARD)
 
@@ -140,36 +142,39 @@ async def test_only_short_sleeps_inside_a_click_are_skipped() -> None:
 			slept.append(delay)
 			return result
 
-	scoped = fast_actions._ScopedAsyncio(Recorder())
+	scoped = click_settle._ScopedAsyncio(Recorder())
 	await scoped.sleep(0.05)
-	token = fast_actions._fast_click.set(True)
+	token = click_settle._fast_click.set(True)
 	try:
 		await scoped.sleep(0.05)
 		await scoped.sleep(0.08)
 		await scoped.sleep(0.5)
 	finally:
-		fast_actions._fast_click.reset(token)
+		click_settle._fast_click.reset(token)
 	assert slept == [0.05, 0, 0, 0.5]
-	assert fast_actions._ScopedAsyncio(asyncio).Event is asyncio.Event  # everything else passes through
+	assert click_settle._ScopedAsyncio(asyncio).Event is asyncio.Event  # everything else passes through
 
 
 def test_pinned_browser_use_matches_what_the_tuning_was_written_for() -> None:
-	assert fast_actions.problems() == []
+	assert patches.problems(click_settle.PATCH) == []
 
 
-def test_refuses_with_one_log_line_when_browser_use_differs(
-	monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_refuses_with_one_log_line_when_browser_use_differs(caplog: pytest.LogCaptureFixture) -> None:
 	from browser_use.browser.watchdogs import default_action_watchdog as module
 
-	monkeypatch.setattr(fast_actions, '_installed', False)
-	monkeypatch.setattr(fast_actions, 'BROWSER_USE_VERSION', '0.0.1')
-	before = module.DefaultActionWatchdog
-	with caplog.at_level(logging.INFO, logger='browser_use_mcp.fast_actions'):
-		assert fast_actions.install() is False
-	records = [r for r in caplog.records if r.name == 'browser_use_mcp.fast_actions']
-	assert len(records) == 1 and records[0].levelno == logging.WARNING
-	assert module.DefaultActionWatchdog is before
+	was = patches.status_of(click_settle.PATCH)
+	patches.revert(click_settle.PATCH)
+	try:
+		before = module.DefaultActionWatchdog
+		with caplog.at_level(logging.INFO, logger=click_settle.PATCH.logger):
+			assert patches.apply(dataclasses.replace(click_settle.PATCH, versions=('0.0.1',))).state == 'refused'
+		records = [r for r in caplog.records if r.name == click_settle.PATCH.logger]
+		assert len(records) == 1 and records[0].levelno == logging.WARNING
+		assert module.DefaultActionWatchdog is before
+	finally:
+		patches.revert(click_settle.PATCH)
+		if was is not None:
+			patches.apply(click_settle.PATCH, enabled=was.state != 'off')
 
 
 # -- end to end: the next state shows what the click did ----------------------------------------

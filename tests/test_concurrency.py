@@ -1,4 +1,4 @@
-"""Sessions never wait on each other: per-event-bus locks (browser_use_mcp.concurrency).
+"""Sessions never wait on each other: per-event-bus locks (browser_use_mcp.patches.bus_locks).
 
 The first half drives bubus directly (no browser) to pin the lock's semantics: buses run in
 parallel, nested awaits still work within a bus and never touch another bus's queue. The second
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import threading
@@ -24,7 +25,9 @@ from urllib.parse import urlparse
 import pytest
 from bubus import BaseEvent, EventBus
 
-from browser_use_mcp import concurrency
+from browser_use_mcp import patches
+from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.patches import bus_locks
 from tests.support import Background, Mcp, running_server, server_env
 
 DEADLOCK_GUARD = 30.0  # s: only reached if the lock serializes again; never a performance bound
@@ -48,17 +51,17 @@ class Leaf(BaseEvent[str]):
 @pytest.fixture
 def pristine() -> Iterator[None]:
 	"""bubus as shipped for the test, whatever an earlier in-process server left installed."""
-	was = concurrency.installed()
-	concurrency.uninstall()
+	was = patches.status_of(bus_locks.PATCH)
+	patches.revert(bus_locks.PATCH)
 	yield
-	concurrency.uninstall()
-	if was:
-		concurrency.install(True)
+	patches.revert(bus_locks.PATCH)
+	if was is not None:
+		patches.apply(bus_locks.PATCH, enabled=was.state != 'off')
 
 
 @pytest.fixture
 async def patched(pristine: None) -> AsyncIterator[None]:
-	assert concurrency.install(True)
+	assert patches.apply(bus_locks.PATCH, enabled=True).state == 'active'
 	buses: list[EventBus] = []
 	try:
 		yield
@@ -74,7 +77,7 @@ def make_bus(name: str) -> EventBus:
 
 
 def test_pinned_bubus_matches_what_the_patch_was_written_for(pristine: None) -> None:
-	assert concurrency.problems() == []
+	assert patches.problems(bus_locks.PATCH) == []
 
 
 async def test_buses_run_in_parallel_and_nested_awaits_still_work(patched: None) -> None:
@@ -92,7 +95,7 @@ async def test_buses_run_in_parallel_and_nested_awaits_still_work(patched: None)
 		return f'inner({await leaf.event_result()})'
 
 	async def leaf(event: Leaf) -> str:
-		assert [bus.name for bus in concurrency.held_buses()] == [event.event_bus.name]
+		assert [bus.name for bus in bus_locks.held_buses()] == [event.event_bus.name]
 		return f'leaf-{event.label}'
 
 	async def b_outer(event: Outer) -> str:
@@ -125,7 +128,7 @@ async def test_a_held_bus_runs_nothing_beside_its_holder_and_others_stay_free(pa
 
 	async def outer(event: Outer) -> str:
 		bus = event.event_bus
-		runners[event.label] = [x.name for x in concurrency.held_buses()]
+		runners[event.label] = [x.name for x in bus_locks.held_buses()]
 		await bus.dispatch(Inner(label=event.label))
 		if event.label == 'hold':
 			waiting.set()
@@ -133,7 +136,7 @@ async def test_a_held_bus_runs_nothing_beside_its_holder_and_others_stay_free(pa
 		return event.label
 
 	async def inner(event: Inner) -> str:
-		runners['inner-' + event.label] = [x.name for x in concurrency.held_buses()]
+		runners['inner-' + event.label] = [x.name for x in bus_locks.held_buses()]
 		return event.label
 
 	for bus in (a, b):
@@ -160,7 +163,7 @@ async def test_awaiting_another_bus_from_a_handler_completes(patched: None) -> N
 		return await other.event_result()
 
 	async def b_inner(event: Inner) -> str:
-		assert [bus.name for bus in concurrency.held_buses()] == [b.name]
+		assert [bus.name for bus in bus_locks.held_buses()] == [b.name]
 		return f'b saw {event.label}'
 
 	a.on(Outer, a_outer)
@@ -179,7 +182,7 @@ async def test_a_run_loop_started_inside_a_handler_holds_no_foreign_lock(patched
 		return 'ok'
 
 	async def fresh_inner(event: Inner) -> str:
-		seen.append([bus.name for bus in concurrency.held_buses()])
+		seen.append([bus.name for bus in bus_locks.held_buses()])
 		return 'ok'
 
 	a.on(Outer, a_outer)
@@ -190,23 +193,23 @@ async def test_a_run_loop_started_inside_a_handler_holds_no_foreign_lock(patched
 
 
 def _records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-	return [r for r in caplog.records if r.name == 'browser_use_mcp.concurrency']
+	return [r for r in caplog.records if r.name == bus_locks.PATCH.logger]
 
 
 @pytest.mark.parametrize('break_it', ['version', 'source'])
-def test_refuses_with_one_log_line_when_bubus_differs(
-	break_it: str, pristine: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_refuses_with_one_log_line_when_bubus_differs(break_it: str, pristine: None, caplog: pytest.LogCaptureFixture) -> None:
 	import bubus.models
 	import bubus.service
 
 	if break_it == 'version':
-		monkeypatch.setattr(concurrency, 'BUBUS_VERSION', '0.0.1')
+		broken = dataclasses.replace(bus_locks.PATCH, versions=('0.0.1',))
 	else:
-		monkeypatch.setitem(concurrency.EXPECTED_SOURCE, 'bubus.service.EventBus.step', '0000000000000000')
+		broken = dataclasses.replace(
+			bus_locks.PATCH, sources={**bus_locks.PATCH.sources, 'bubus.service:EventBus.step': '0000000000000000'}
+		)
 	original_lock, original_step = bubus.service._get_global_lock, bubus.service.EventBus.step
-	with caplog.at_level(logging.INFO, logger='browser_use_mcp.concurrency'):
-		assert concurrency.install(True) is False
+	with caplog.at_level(logging.INFO, logger=bus_locks.PATCH.logger):
+		assert patches.apply(broken, enabled=True).state == 'refused'
 	records = _records(caplog)
 	assert len(records) == 1 and records[0].levelno == logging.WARNING
 	assert 'keeping bubus global event lock' in records[0].getMessage()
@@ -217,8 +220,8 @@ def test_disabled_by_configuration_changes_nothing(pristine: None, caplog: pytes
 	import bubus.service
 
 	original = bubus.service._get_global_lock
-	with caplog.at_level(logging.INFO, logger='browser_use_mcp.concurrency'):
-		assert concurrency.install(False) is False
+	with caplog.at_level(logging.INFO, logger=bus_locks.PATCH.logger):
+		assert patches.apply(bus_locks.PATCH, ServerConfig(parallel_event_buses=False)).state == 'off'
 	assert bubus.service._get_global_lock is original
 	assert len(_records(caplog)) == 1
 
@@ -228,9 +231,9 @@ def test_uninstall_restores_bubus(pristine: None) -> None:
 	import bubus.service
 
 	before = (bubus.service._get_global_lock, bubus.service.EventBus.step, bubus.models.BaseEvent.__await__)
-	assert concurrency.install(True)
+	assert patches.apply(bus_locks.PATCH, enabled=True).state == 'active'
 	assert bubus.service.EventBus.step is not before[1]
-	concurrency.uninstall()
+	patches.revert(bus_locks.PATCH)
 	after = (bubus.service._get_global_lock, bubus.service.EventBus.step, bubus.models.BaseEvent.__await__)
 	assert after == before
 

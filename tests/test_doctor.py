@@ -3,6 +3,7 @@ words reaching the user, both in doctor's report and in a real tool error from t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import subprocess
@@ -18,6 +19,8 @@ from browser_use_mcp.doctor import (
 	check_display,
 	check_launch,
 	check_llm,
+	check_patches,
+	check_private_reads,
 	check_profile_lock,
 	check_versions,
 	check_writable,
@@ -65,6 +68,7 @@ def test_all_checks_pass_on_a_working_machine(tmp_path: Path) -> None:
 	assert by_name['Chromium launch'].status == 'ok'
 	assert 'DevTools ready' in by_name['Chromium launch'].summary
 	assert by_name['LLM (agent tools)'].status == 'warn'  # env={} has no key: a warning, not a failure
+	assert by_name['patch bus_locks'].summary.startswith('active') and by_name['private reads'].status == 'ok'
 	assert exit_code(checks) == 0
 	assert not (tmp_path / 'state').exists(), 'doctor probes directories, it does not create them'
 	assert not (tmp_path / 'profiles').exists()
@@ -184,6 +188,38 @@ def test_versions() -> None:
 	assert all(c.status == 'ok' for c in check_versions()), check_versions()
 	drift = check_versions({'mcp': '0.0.1'})
 	assert {c.name: c.status for c in drift}['mcp'] == 'warn'
+
+
+def test_patches_are_listed_active_off_or_refused(tmp_path: Path) -> None:
+	from browser_use_mcp import patches
+	from browser_use_mcp.patches import bus_locks
+
+	names = [f'patch {p.name}' for p in patches.all_patches()]
+	shipped = check_patches(config_in(tmp_path))
+	assert [c.name for c in shipped] == names
+	assert all(c.status == 'ok' and c.summary.startswith('active: ') for c in shipped), shipped
+	switched = {c.name: c for c in check_patches(config_in(tmp_path, fast_actions=False, quiet_blank_tabs=False))}
+	off = switched['patch click_settle']
+	assert off.status == 'ok' and off.summary.startswith('off by configuration (BROWSER_USE_MCP_FAST_ACTIONS=false)')
+	assert 'fixed waits' in off.summary  # what the server does instead
+	assert switched['patch blank_tab_animation'].summary.startswith('off by configuration')
+	assert switched['patch bus_locks'].summary.startswith('active')
+	[refused] = check_patches(config_in(tmp_path), [dataclasses.replace(bus_locks.PATCH, versions=('0.0.1',))])
+	assert refused.status == 'warn' and refused.summary.startswith('refused (bubus is 1.5.6, this was written for 0.0.1)')
+	assert 'process-wide lock' in refused.summary and refused.fix and './scripts/setup.sh' in refused.fix
+	report = format_report(run_checks(config_in(tmp_path, parallel_event_buses=False), env={}, launch=False))
+	assert 'ok    patch bus_locks' in report and 'off by configuration (BROWSER_USE_MCP_PARALLEL_EVENT_BUSES=false)' in report
+
+
+def test_private_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+	from browser_use_mcp.patches import internals
+
+	assert check_private_reads().status == 'ok'
+	first, *rest = internals.READS
+	monkeypatch.setattr(internals, 'READS', (dataclasses.replace(first, versions=('0.0.1',)), *rest))
+	check = check_private_reads()
+	assert check.status == 'warn' and check.summary.startswith(f'{first.name} refused (browser-use is ')
+	assert first.fallback in check.summary and check.fix
 
 
 def test_exit_code_and_report_only_fail_on_failures() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import SessionDirs
 from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.patches import internals
 from browser_use_mcp.tasks import TaskScope
 
 logger = logging.getLogger('browser_use_mcp.providers')
@@ -88,9 +89,6 @@ class Browser:
 			return
 		self._closed = True
 		self.endpoint.releasing = True
-		if graceful and self.endpoint.alive():
-			with contextlib.suppress(Exception, asyncio.CancelledError):
-				await asyncio.wait_for(self.session.cdp_client.send.Browser.close(), 2)
 		await stop_everything(self.session, self.endpoint, self.tasks, graceful)
 
 
@@ -157,7 +155,7 @@ async def stop_everything(session: Any, endpoint: Endpoint, tasks: TaskScope, gr
 
 async def release_browser_use(session: Any) -> None:
 	"""Free browser-use's side of a session whose browser is going away."""
-	session._intentional_stop = True
+	internals.mark_intentional_stop(session)
 	with contextlib.suppress(Exception):
 		await session.event_bus.stop(clear=True, timeout=1)
 	with contextlib.suppress(Exception):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.llm import make_llm
+from browser_use_mcp.patches import agent_keeps_browser
 from browser_use_mcp.tools.base import Args, Call, session_tool
 
 if TYPE_CHECKING:
@@ -70,7 +70,9 @@ async def run_agent(state: SessionState, args: AgentArgs, call: Call) -> str:
 	profile = state.browser_session.browser_profile
 	configured = profile.allowed_domains
 	domains = run_domains(configured, args.allowed_domains, profile.prohibited_domains)
-	agent_class = await asyncio.to_thread(session_agent_class)
+	# browser-use's Agent minus its close(), which would end the session's browser (patches/agent_keeps_browser.py);
+	# in a thread: its first import takes seconds
+	agent_class = await asyncio.to_thread(agent_keeps_browser.agent_class, state.config)
 	for name, value in AGENT_ENV_DEFAULTS.items():
 		os.environ.setdefault(name, value)
 	from browser_use.agent.views import AgentState
@@ -113,25 +115,6 @@ async def run_agent(state: SessionState, args: AgentArgs, call: Call) -> str:
 			state.file_system = agent.file_system
 			shutil.rmtree(agent.agent_directory, ignore_errors=True)  # the agent's per-step screenshots
 	return report(history, await _current_url(state))
-
-
-@functools.cache
-def session_agent_class() -> type:
-	"""browser-use's Agent, minus the one thing it must not do here: end the session's browser.
-
-	``Agent.close()`` (run at the end of every ``run()``) kills a browser without keep_alive and
-	stops the event bus of one with it; this browser belongs to the session, so the caller's next
-	call must find it as the agent left it. Imported in a thread: the first import (anthropic's SDK,
-	which ``Agent.__init__`` pulls in) takes seconds and would stall every other session.
-	"""
-	import browser_use.llm.anthropic.chat  # noqa: F401
-	from browser_use import Agent
-
-	class SessionAgent(Agent):
-		async def close(self) -> None:
-			"""Leave the browser and its event bus running for the session's next call."""
-
-	return SessionAgent
 
 
 async def _run_to_end(agent: Any, max_steps: int) -> Any:

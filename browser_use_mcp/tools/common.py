@@ -7,6 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, TabNotFound
+from browser_use_mcp.patches import internals
 
 if TYPE_CHECKING:
 	from browser_use_mcp.sessions import SessionState
@@ -34,15 +35,18 @@ async def dispatch(state: SessionState, event: Any, action: str) -> Any:
 
 def check_allowed(state: SessionState, url: str) -> None:
 	"""Refuse a URL the profile's allowed/prohibited domains forbid before the browser sends
-	anything: browser-use's own check runs only after the request has gone out."""
-	watchdog = getattr(state.browser_session, '_security_watchdog', None)
-	is_allowed = getattr(watchdog, '_is_url_allowed', None)
-	if is_allowed is None or url.startswith(('about:', 'data:')):
+	anything: browser-use's own check runs only after the request has gone out. Fails closed:
+	with domains restricted, a URL that cannot be checked is refused too."""
+	if url.startswith(('about:', 'data:')):
 		return
 	try:
-		allowed = is_allowed(url)
-	except Exception:
-		return
+		allowed = internals.url_allowed(state.browser_session, url)
+	except internals.Unavailable as exc:
+		raise BrowserActionFailed(
+			f'Refused to open {url[:200]}: this server restricts which sites its browsers may visit (allowed_domains/'
+			f'prohibited_domains), but cannot check this URL against those settings ({str(exc)[:300]}), so nothing was '
+			'sent. This is a server problem, not a bad URL: its operator can run `browser-use-mcp doctor` for the cause.'
+		) from None
 	if not allowed:
 		raise InvalidArgument(
 			f"{url[:200]} is not allowed by this server's allowed_domains/prohibited_domains settings; "
@@ -62,10 +66,13 @@ async def element(state: SessionState, index: int) -> Any:
 	node = await state.browser_session.get_dom_element_by_index(index)
 	if node is None:
 		bs = state.browser_session
-		known = sorted((bs._cached_selector_map or {}).keys())
+		known = internals.selector_indices(bs)
+		captured = internals.has_cached_state(bs)
 		if known:
 			hint = f' Valid indices now: {known[0]}-{known[-1]}.'
-		elif bs._cached_browser_state_summary is not None:
+		elif known is None or captured is None:
+			hint = ''  # browser-use's caches cannot be read here
+		elif captured:
 			hint = ' The last state had no interactive elements.'
 		else:
 			hint = ' No state has been captured yet.'

@@ -1,14 +1,14 @@
-"""Per-event-bus locking, so one session's slow page never stalls another session.
+"""Per-event-bus locks, so one session's slow page never stalls another session.
 
-Why this exists: bubus 1.5.6 (the event bus browser-use pins) runs every ``EventBus.step`` of
-every bus in the process under one process-wide re-entrant lock (``_get_global_lock``). Each
+Why: bubus 1.5.6 (the event bus browser-use pins) runs every ``EventBus.step`` of every bus in
+the process under one process-wide re-entrant lock (``_get_global_lock``). Each
 ``BrowserSession`` has its own bus, yet while session A's navigation handler waits for a slow
 server, session B's events queue up behind it: a 0.08 s navigation in B took as long as A's
 page. The lock exists so that a handler which awaits a child event can process queued events
 itself (``BaseEvent.__await__``'s nested loop) without a second consumer running them too.
 That guarantee is needed per bus, not per process.
 
-What ``install()`` changes, and nothing else:
+What it changes, and nothing else:
 
 - ``EventBus.step`` takes a lock of *its own bus* instead of the global one. The lock keeps
   bubus's semantics: re-entrant for every context that already holds it (handler tasks inherit
@@ -19,37 +19,25 @@ What ``install()`` changes, and nothing else:
 - A bus's run loop starts with no locks held, even when it was started from inside another
   bus's handler (it would otherwise inherit that handler's locks through its context).
 
-It patches a dependency's internals, so it refuses unless bubus is exactly the version it was
-written against and the functions it replaces or wraps have exactly the source it was checked
-against. Refusing logs one line and keeps bubus's own (safe, serialized) behaviour. See
-docs/architecture.md, "Parallel sessions", for the measurements behind this choice.
+It must be applied before any session starts: a bus mid-step under the global lock would
+otherwise release a lock it never took. See docs/architecture.md, "Parallel sessions", for the
+measurements behind this choice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
-import importlib.metadata
-import inspect
 import logging
 import weakref
 from collections.abc import Callable, Generator
 from typing import Any
 
-logger = logging.getLogger('browser_use_mcp.concurrency')
+from browser_use_mcp.patches import Patch, Saved
+
+logger = logging.getLogger(__name__)
 
 BUBUS_VERSION = '1.5.6'
-
-# sha256 (first 16 hex digits) of the source of each bubus internal we replace or wrap; a change
-# in any of them means our replacement may no longer match what bubus expects.
-EXPECTED_SOURCE: dict[str, str] = {
-	'bubus.service.EventBus.step': '4390a8f432470a87',
-	'bubus.service.EventBus._run_loop': '9a01f8733b211e49',
-	'bubus.service.ReentrantLock': 'e8f756da69b3a0d5',
-	'bubus.service._get_global_lock': '809dddf51e1e742d',
-	'bubus.models.BaseEvent.__await__': '932ee39cfaa33725',
-}
 
 # Locks of the buses the current context holds (inherited by tasks created in it, like bubus's
 # own ``holds_global_lock``).
@@ -59,8 +47,7 @@ _held: contextvars.ContextVar[frozenset[BusLock]] = contextvars.ContextVar('brow
 _stepping: contextvars.ContextVar[Any] = contextvars.ContextVar('browser_use_mcp_stepping_bus', default=None)
 
 _locks: weakref.WeakKeyDictionary[Any, BusLock] = weakref.WeakKeyDictionary()
-_originals: dict[str, Any] = {}
-_installed = False
+_saved = Saved()
 
 
 class BusLock:
@@ -128,7 +115,9 @@ def _get_bus_lock() -> Any:
 	"""Stands in for ``bubus.service._get_global_lock``; ``step`` is its only caller."""
 	bus = _stepping.get()
 	if bus is None:  # an unexpected caller: give it what it asked for
-		return _originals['_get_global_lock']()
+		import bubus.service as service
+
+		return _saved.original(service, '_get_global_lock')()
 	return lock_for(bus)
 
 
@@ -212,102 +201,61 @@ def _event_await(self: Any) -> Generator[Any, Any, Any]:
 	return wait_for_handlers_to_complete_then_return_event().__await__()
 
 
-# -- checks and installation ---------------------------------------------------------------------
+# -- the patch -----------------------------------------------------------------------------------
 
 
-def _resolve(dotted: str) -> Any:
-	module_name, _, rest = dotted.partition('.')
-	module_name += '.' + rest.split('.', 1)[0]
-	attrs = rest.split('.')[1:]
-	obj: Any = importlib.import_module(module_name)
-	for attr in attrs:
-		obj = inspect.getattr_static(obj, attr)
-	return obj
-
-
-def source_digest(obj: Any) -> str:
-	return hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()[:16]
-
-
-def problems() -> list[str]:
-	"""Why the patch must not be applied here; empty when bubus is what it was written for."""
-	try:
-		version = importlib.metadata.version('bubus')
-	except importlib.metadata.PackageNotFoundError:
-		return ['bubus is not installed']
-	if version != BUBUS_VERSION:
-		return [f'bubus is {version}, this patch was written for {BUBUS_VERSION}']
-	found: list[str] = []
-	for dotted, expected in EXPECTED_SOURCE.items():
-		try:
-			digest = source_digest(_resolve(dotted))
-		except (ImportError, AttributeError, OSError, TypeError) as exc:
-			found.append(f'{dotted} unavailable ({type(exc).__name__})')
-			continue
-		if digest != expected:
-			found.append(f'{dotted} changed (source {digest}, expected {expected})')
-	try:
-		from bubus.service import EventBus, inside_handler_context
-
-		if not isinstance(inside_handler_context, contextvars.ContextVar) or not hasattr(EventBus, 'process_event'):
-			found.append('bubus.service.inside_handler_context or EventBus.process_event is not what it was')
-	except ImportError as exc:
-		found.append(f'bubus.service: {exc}')
-	return found
-
-
-def installed() -> bool:
-	return _installed
-
-
-def install(enabled: bool = True) -> bool:
-	"""Give each event bus its own lock. True when active; never raises.
-
-	Must run before any session starts: a bus mid-step under the global lock would otherwise
-	release a lock it never took.
-	"""
-	global _installed
-	if _installed:
-		return True
-	if not enabled:
-		logger.info('per-session event buses disabled by configuration: sessions process browser events one at a time')
-		return False
-	found = problems()
-	if found:
-		logger.warning(
-			'parallel sessions disabled, keeping bubus global event lock (sessions will wait on each other): %s',
-			'; '.join(found),
-		)
-		return False
+def _apply() -> None:
 	import bubus.models as models
 	import bubus.service as service
 
-	_originals.update(
-		_get_global_lock=service._get_global_lock,
-		step=service.EventBus.__dict__['step'],
-		_run_loop=service.EventBus.__dict__['_run_loop'],
-		__await__=models.BaseEvent.__dict__['__await__'],
-	)
-	service._get_global_lock = _get_bus_lock
-	service.EventBus.step = _make_step(_originals['step'])
-	service.EventBus._run_loop = _make_run_loop(_originals['_run_loop'])
-	models.BaseEvent.__await__ = _event_await
-	_installed = True
-	logger.info('per-session event buses enabled (bubus %s): sessions process browser events in parallel', BUBUS_VERSION)
-	return True
+	_saved.replace(service, '_get_global_lock', _get_bus_lock)
+	_saved.replace(service.EventBus, 'step', _make_step(service.EventBus.__dict__['step']))
+	_saved.replace(service.EventBus, '_run_loop', _make_run_loop(service.EventBus.__dict__['_run_loop']))
+	_saved.replace(models.BaseEvent, '__await__', _event_await)
 
 
-def uninstall() -> None:
-	"""Restore bubus as it was (for tests comparing both behaviours in one process)."""
-	global _installed
-	if not _installed:
-		return
-	import bubus.models as models
-	import bubus.service as service
+def _revert() -> None:
+	_saved.restore()
 
-	service._get_global_lock = _originals['_get_global_lock']
-	service.EventBus.step = _originals['step']
-	service.EventBus._run_loop = _originals['_run_loop']
-	models.BaseEvent.__await__ = _originals['__await__']
-	_originals.clear()
-	_installed = False
+
+def _checks() -> list[str]:
+	from bubus.service import EventBus, inside_handler_context
+
+	if not isinstance(inside_handler_context, contextvars.ContextVar) or not hasattr(EventBus, 'process_event'):
+		return ['bubus.service.inside_handler_context or EventBus.process_event is not what it was']
+	return []
+
+
+PATCH = Patch(
+	name='bus_locks',
+	title='a lock per event bus',
+	changes="bubus's process-wide event lock becomes one lock per event bus (``EventBus.step``, "
+	"``_get_global_lock``, ``_run_loop``); an awaited event's nested loop runs only its own buses' queues.",
+	why="each session has its own bus, yet under one process-wide lock a session's slow page held up every other "
+	"session's events: B's 70 ms navigation took 3.8 s while A loaded a 4 s page; 77 ms with the patch.",
+	package='bubus',
+	versions=(BUBUS_VERSION,),
+	sources={
+		'bubus.service:EventBus.step': '4390a8f432470a87',
+		'bubus.service:EventBus._run_loop': '9a01f8733b211e49',
+		'bubus.service:ReentrantLock': 'e8f756da69b3a0d5',
+		'bubus.service:_get_global_lock': '809dddf51e1e742d',
+		'bubus.models:BaseEvent.__await__': '932ee39cfaa33725',
+	},
+	replaces=(
+		'bubus.service:_get_global_lock',
+		'bubus.service:EventBus.step',
+		'bubus.service:EventBus._run_loop',
+		'bubus.models:BaseEvent.__await__',
+	),
+	switch='parallel_event_buses',
+	when_refused="bubus's own process-wide lock: sessions process their browser events one at a time, so a slow "
+	'page in one session stalls the others',
+	apply=_apply,
+	revert=_revert,
+	checks=_checks,
+	logger=logger.name,
+	active_message=f'per-session event buses enabled (bubus {BUBUS_VERSION}): sessions process browser events in parallel',
+	off_message='per-session event buses disabled by configuration: sessions process browser events one at a time',
+	refused_message='parallel sessions disabled, keeping bubus global event lock (sessions will wait on each other)',
+)

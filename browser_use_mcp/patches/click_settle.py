@@ -1,5 +1,4 @@
-"""Clicks and go-back that wait for what the page actually does, not for fixed sleeps; and
-session starts that skip work a local browser never needs.
+"""Clicks and go-back that wait for what the page actually does, not for fixed sleeps.
 
 Why: browser-use's ``DefaultActionWatchdog`` ends every click with a fixed 0.5 s wait "in case a
 download starts", sleeps 0.18 s more inside the click (after scrolling, after moving the mouse,
@@ -7,7 +6,7 @@ between press and release), and ends every go-back with a fixed 0.5 s sleep. On 
 click cost ~0.7 s, nearly all of it asleep, yet a link to a slow server could still return before
 the new page arrived.
 
-``install()`` makes browser-use build every session's action watchdog from ``TunedActionWatchdog``
+The patch makes browser-use build every session's action watchdog from ``TunedActionWatchdog``
 (a subclass; the class browser-use looks up at session start is swapped in its module), which:
 
 - runs the click itself with its fixed sleeps of 0.1 s or less skipped (only while that click
@@ -22,14 +21,8 @@ the new page arrived.
 
 What is lost: a navigation a script starts more than ``QUIET`` after the click, with no network
 request in between (a bare ``setTimeout(() => location = ..., 300)``), is no longer waited for.
-
-Session start: every ``BrowserSession`` builds a client for browser-use's cloud API, and with it
-an ``httpx`` client whose TLS context loads the CA bundle: ~80 ms of CPU per session (the largest
-Python cost of starting one), spent on a client a local browser never calls and never closes.
-``install()`` makes that client create its HTTP client on first use instead.
-
-Like ``concurrency``, it checks browser-use's version and the source of every method it relies
-on, and refuses (one log line, browser-use's own behaviour kept) when they differ.
+When the session's CDP events or downloads cannot be watched (``internals`` refuses those reads),
+a click falls back to browser-use's own fixed waits.
 """
 
 from __future__ import annotations
@@ -37,27 +30,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import importlib.metadata
 import logging
 import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from browser_use_mcp.concurrency import source_digest
+from browser_use_mcp.patches import Patch, Saved, internals
 
-logger = logging.getLogger('browser_use_mcp.fast_actions')
+logger = logging.getLogger(__name__)
 
 BROWSER_USE_VERSION = '0.13.14'
-EXPECTED_SOURCE: dict[str, str] = {
-	'_execute_click_with_download_detection': '1d07d50d97b17e23',
-	'_click_element_node_impl': 'b4ffc4aa06593ecf',
-	'_click_on_coordinate': 'f8214f7acf7fa261',
-	'on_GoBackEvent': 'e01e9a297281b76d',
-	'on_ClickElementEvent': '97cd28fd7ecbe3c2',
-	'on_ClickCoordinateEvent': 'f5dc5d891a8c7b3b',
-}
-CLOUD_CLIENT_SOURCE: dict[str, str] = {'__init__': '8dda8e3482dd16c2', 'close': 'ee768122bd941a82'}
+_WATCHDOG = 'browser_use.browser.watchdogs.default_action_watchdog:DefaultActionWatchdog'
+_DOWNLOADS = 'browser_use.browser.watchdogs.downloads_watchdog:DownloadsWatchdog'
 
 QUIET = 0.05  # s without new page activity after which a click counts as done
 REQUEST_BUDGET = 0.5  # s we wait at most for XHR/fetch a click started (upstream waited 0.5 s for anything)
@@ -66,9 +51,7 @@ DOWNLOAD_GRACE = 0.5  # s a navigation that ended without a new document has to 
 SKIPPED_SLEEP = 0.1  # fixed sleeps up to this long are skipped inside a click
 
 _fast_click: contextvars.ContextVar[bool] = contextvars.ContextVar('browser_use_mcp_fast_click', default=False)
-_installed = False
-_original_class: Any = None
-_original_cloud_client: Any = None
+_saved = Saved()
 
 
 class _ScopedAsyncio:
@@ -96,7 +79,8 @@ class PageActivity:
 	"""Main-frame navigations and XHR/fetch requests of one browser, from its CDP events.
 
 	cdp-use keeps one handler per CDP method per client, so each handler we add wraps the one
-	already registered (none, for these methods, in browser-use 0.13.14) and calls it too.
+	already registered (none, for these methods, in browser-use 0.13.14) and calls it too
+	(``internals.hook_cdp_event``).
 	"""
 
 	PAGE_EVENTS = (
@@ -122,18 +106,12 @@ class PageActivity:
 			self._hook(client, f'Network.{name}', getattr(self, f'_on_{name}'))
 
 	@staticmethod
-	def _hook(client: Any, method: str, handler: Callable[[dict[str, Any]], None]) -> None:
-		registry = client._event_registry
-		previous = registry._handlers.get(method)
-
-		def on_event(params: Any, session_id: str | None = None) -> Any:
+	def _hook(client: Any, method: str, handler: Callable[[dict[str, Any], str | None], None]) -> None:
+		def on_event(params: Any, session_id: str | None = None) -> None:
 			with contextlib.suppress(Exception):
 				handler(params if isinstance(params, dict) else {}, session_id)
-			if previous is not None:
-				return previous(params, session_id)
-			return None
 
-		registry.register(method, on_event)
+		internals.hook_cdp_event(client, method, on_event)
 
 	def poke(self) -> None:
 		"""Wake ``settle`` (a download began: browser-use tells its callbacks, not CDP handlers)."""
@@ -248,8 +226,8 @@ _activity: weakref.WeakKeyDictionary[Any, PageActivity] = weakref.WeakKeyDiction
 
 def page_activity(browser_session: Any) -> PageActivity | None:
 	"""The activity monitor of this session's current CDP connection, attached on first use."""
-	client = getattr(browser_session, '_cdp_client_root', None)
-	if client is None or not hasattr(client, '_event_registry'):
+	client = internals.root_cdp_client(browser_session)
+	if client is None:
 		return None
 	monitor = _activity.get(client)
 	if monitor is None:
@@ -272,6 +250,10 @@ def _make_tuned_class(base: type) -> type:
 			self, click_coro: Any, download_start_timeout: float = 0.5, download_complete_timeout: float = 30.0
 		) -> dict | None:
 			activity = page_activity(self.browser_session)
+			try:
+				downloads = internals.downloads_watchdog(self.browser_session)
+			except internals.Unavailable:
+				activity = None  # downloads could start unseen: browser-use's own wait is the safe one
 			if activity is None:  # no monitor: browser-use's own fixed wait
 				return await super()._execute_click_with_download_detection(
 					click_coro, download_start_timeout, download_complete_timeout
@@ -284,7 +266,6 @@ def _make_tuned_class(base: type) -> type:
 					download_started.set()
 					activity.poke()
 
-			downloads = self.browser_session._downloads_watchdog
 			if downloads is not None:
 				downloads.register_download_callbacks(on_start=on_download_start)
 
@@ -327,122 +308,47 @@ def _make_tuned_class(base: type) -> type:
 	return TunedActionWatchdog
 
 
-def _make_lazy_cloud_client(base: type) -> type:
-	class LazyCloudBrowserClient(base):  # type: ignore[misc, valid-type]
-		"""browser-use's cloud API client, building its HTTP client only when a cloud call needs it."""
-
-		def __init__(self, api_base_url: str = 'https://api.browser-use.com') -> None:
-			self.api_base_url = api_base_url
-			self.current_session_id: str | None = None
-			self.current_api_version: str | None = None
-			self._http: Any = None
-
-		@property
-		def client(self) -> Any:
-			if self._http is None:
-				import httpx
-
-				self._http = httpx.AsyncClient(timeout=30.0)
-			return self._http
-
-		@client.setter
-		def client(self, value: Any) -> None:
-			self._http = value
-
-		async def close(self) -> None:
-			if self._http is None and not self.current_session_id:
-				return  # never used: nothing to stop or close
-			await super().close()
-
-	LazyCloudBrowserClient.__qualname__ = LazyCloudBrowserClient.__name__
-	return LazyCloudBrowserClient
-
-
-def problems() -> list[str]:
-	"""Why the tuning must not be applied here; empty when browser-use is what it was written for."""
-	try:
-		version = importlib.metadata.version('browser-use')
-	except importlib.metadata.PackageNotFoundError:
-		return ['browser-use is not installed']
-	if version != BROWSER_USE_VERSION:
-		return [f'browser-use is {version}, this tuning was written for {BROWSER_USE_VERSION}']
-	found: list[str] = []
-	try:
-		from browser_use.browser.watchdogs import default_action_watchdog as module
-		from browser_use.browser.watchdogs.downloads_watchdog import DownloadsWatchdog
-	except ImportError as exc:
-		return [f'browser-use watchdogs: {exc}']
-	base = _original_class or module.DefaultActionWatchdog
-	for name, expected in EXPECTED_SOURCE.items():
-		try:
-			digest = source_digest(getattr(base, name))
-		except (AttributeError, OSError, TypeError) as exc:
-			found.append(f'DefaultActionWatchdog.{name} unavailable ({type(exc).__name__})')
-			continue
-		if digest != expected:
-			found.append(f'DefaultActionWatchdog.{name} changed (source {digest}, expected {expected})')
-	for name in ('register_download_callbacks', 'unregister_download_callbacks'):
-		if not callable(getattr(DownloadsWatchdog, name, None)):
-			found.append(f'DownloadsWatchdog.{name} is missing')
-	try:
-		from browser_use.browser import session as session_module
-		from browser_use.browser.cloud.cloud import CloudBrowserClient
-
-		cloud = _original_cloud_client or CloudBrowserClient
-		for name, expected in CLOUD_CLIENT_SOURCE.items():
-			if source_digest(getattr(cloud, name)) != expected:
-				found.append(f'CloudBrowserClient.{name} changed')
-		factory = session_module.BrowserSession.__private_attributes__['_cloud_browser_client'].default_factory
-		if factory is None or factory.__code__.co_names != ('CloudBrowserClient',):
-			found.append("BrowserSession._cloud_browser_client is no longer made by 'CloudBrowserClient()'")
-	except (ImportError, AttributeError, KeyError, OSError, TypeError) as exc:
-		found.append(f'browser-use cloud client: {type(exc).__name__}: {exc}')
-	return found
-
-
-def installed() -> bool:
-	return _installed
-
-
-def install(enabled: bool = True) -> bool:
-	"""Make new sessions use ``TunedActionWatchdog``. True when active; never raises."""
-	global _installed, _original_class, _original_cloud_client
-	if _installed:
-		return True
-	if not enabled:
-		return False
-	found = problems()
-	if found:
-		logger.warning(
-			'fast clicks disabled, keeping browser-use fixed waits (clicks take ~0.7 s) and its session start: %s',
-			'; '.join(found),
-		)
-		return False
-	from browser_use.browser import session as session_module
+def _apply() -> None:
 	from browser_use.browser.watchdogs import default_action_watchdog as module
 
-	_original_class = module.DefaultActionWatchdog
-	module.DefaultActionWatchdog = _make_tuned_class(_original_class)
-	module.asyncio = _ScopedAsyncio(asyncio)  # type: ignore[attr-defined]
-	_original_cloud_client = session_module.CloudBrowserClient
-	session_module.CloudBrowserClient = _make_lazy_cloud_client(_original_cloud_client)  # type: ignore[attr-defined]
-	_installed = True
-	logger.info(
-		'fast clicks enabled (browser-use %s): clicks and go-back wait for page activity, not fixed sleeps', BROWSER_USE_VERSION
-	)
-	return True
+	_saved.replace(module, 'DefaultActionWatchdog', _make_tuned_class(module.DefaultActionWatchdog))
+	_saved.replace(module, 'asyncio', _ScopedAsyncio(asyncio))
 
 
-def uninstall() -> None:
-	"""Restore browser-use's watchdog for sessions started afterwards (for tests)."""
-	global _installed, _original_class, _original_cloud_client
-	if not _installed:
-		return
-	from browser_use.browser import session as session_module
-	from browser_use.browser.watchdogs import default_action_watchdog as module
+def _revert() -> None:
+	_saved.restore()
 
-	module.DefaultActionWatchdog = _original_class
-	module.asyncio = asyncio  # type: ignore[attr-defined]
-	session_module.CloudBrowserClient = _original_cloud_client  # type: ignore[attr-defined]
-	_original_class = _original_cloud_client = None
-	_installed = False
+
+PATCH = Patch(
+	name='click_settle',
+	title='clicks that settle instead of sleeping',
+	changes="sessions get a subclass of browser-use's ``DefaultActionWatchdog`` whose clicks skip their fixed sleeps "
+	'of <= 0.1 s and then wait for the page to settle (CDP events), and whose go-back waits for the navigation; '
+	"the module's ``asyncio`` name becomes a proxy that skips those sleeps inside a click.",
+	why='a click cost ~0.7 s on a static page, nearly all of it fixed sleeps, and a link to a slow server could '
+	'return before the new page arrived: click p50 712 ms -> 74 ms, and the next state shows the new page.',
+	package='browser-use',
+	versions=(BROWSER_USE_VERSION,),
+	sources={
+		f'{_WATCHDOG}._execute_click_with_download_detection': '1d07d50d97b17e23',
+		f'{_WATCHDOG}._click_element_node_impl': 'b4ffc4aa06593ecf',
+		f'{_WATCHDOG}._click_on_coordinate': 'f8214f7acf7fa261',
+		f'{_WATCHDOG}.on_GoBackEvent': 'e01e9a297281b76d',
+		f'{_WATCHDOG}.on_ClickElementEvent': '97cd28fd7ecbe3c2',
+		f'{_WATCHDOG}.on_ClickCoordinateEvent': 'f5dc5d891a8c7b3b',
+		f'{_DOWNLOADS}.register_download_callbacks': '501eeb96a936c56b',
+		f'{_DOWNLOADS}.unregister_download_callbacks': 'fa4b330242b4ee2a',
+	},
+	replaces=(
+		'browser_use.browser.watchdogs.default_action_watchdog:DefaultActionWatchdog',
+		'browser_use.browser.watchdogs.default_action_watchdog:asyncio',
+	),
+	switch='fast_actions',
+	when_refused="browser-use's fixed waits: ~0.7 s per click, 0.5 s per go-back",
+	apply=_apply,
+	revert=_revert,
+	logger=logger.name,
+	active_message=f'fast clicks enabled (browser-use {BROWSER_USE_VERSION}): clicks and go-back wait for page activity, '
+	'not fixed sleeps',
+	refused_message='fast clicks disabled, keeping browser-use fixed waits (clicks take ~0.7 s)',
+)

@@ -1,0 +1,303 @@
+"""One browser context of a shared Chromium, presented to browser-use as a whole browser.
+
+browser-use assumes it owns the browser it connects to: it discovers and auto-attaches to every
+target, creates tabs without a ``browserContextId``, and reads, sets and clears cookies and the
+download behaviour browser-wide. Two BrowserSessions on one Chromium would see each other's tabs
+and cookies. Rather than patch browser-use, each session connects to a CDP endpoint of ours
+(``ContextRouter``: one loopback websocket server, a path per session) that forwards to the real
+browser and rewrites what must be scoped to the session's context:
+
+- commands that act on "the browser" get the session's ``browserContextId`` (target creation,
+  cookies, download behaviour, permissions); ``Storage.*Cookies`` sent on a page session act on
+  the *default* context's jar in a non-default context, so they are re-sent at browser level
+  with the context id;
+- commands naming another context's target are refused as Chromium refuses an unknown target;
+  commands that would reach beyond the context (new contexts, browser-wide interception or
+  tracing, crashing the browser) are refused; ``Browser.close`` closes the context's tabs only;
+- target events of other contexts are dropped, and a browser-level auto-attach to another
+  context's page is detached at once and never shown.
+
+It is a compatibility boundary, not a security one: the endpoint is ours, on loopback, reached
+only through an unguessable path, and the client on the other side is the server's own
+browser-use. Large page-level messages (DOM snapshots, screenshots) are forwarded without being
+parsed: only browser-level traffic needs rewriting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+logger = logging.getLogger('browser_use_mcp.providers.cdp_proxy')
+
+# Ids of the commands the proxy sends itself: below 2**32 (Chromium ignores larger ids) and above
+# anything cdp-use's counter reaches.
+OWN_IDS_START = 2**31
+# Methods scoped to the session's context by adding ``browserContextId``.
+WITH_CONTEXT = frozenset(
+	{
+		'Target.createTarget',
+		'Storage.getCookies',
+		'Storage.setCookies',
+		'Storage.clearCookies',
+		'Browser.setDownloadBehavior',
+		'Browser.grantPermissions',
+		'Browser.resetPermissions',
+		'Browser.setPermission',
+		'Browser.cancelDownload',
+	}
+)
+# Cookie methods that, sent on a page session of a non-default context, act on the default jar.
+PAGE_COOKIES = frozenset({'Storage.getCookies', 'Storage.setCookies', 'Storage.clearCookies'})
+# Methods naming a target by ``targetId``: only the context's own targets.
+TARGETED = frozenset({'Target.attachToTarget', 'Target.activateTarget', 'Target.closeTarget', 'Target.getTargetInfo'})
+# Browser-level methods that would reach beyond the context.
+REFUSED = frozenset(
+	{
+		'Target.createBrowserContext',
+		'Target.disposeBrowserContext',
+		'Target.attachToBrowserTarget',
+		'Target.exposeDevToolsProtocol',
+		'Browser.crash',
+		'Browser.crashGpuProcess',
+		'Fetch.enable',
+		'Tracing.start',
+	}
+)
+# A page-level message from Chromium: its last key is the session id (checked on the tail only).
+_PAGE_LEVEL_TAIL = re.compile(r',"sessionId":"[0-9A-Fa-f]+"\}$')
+
+
+def _error(message_id: int, text: str, code: int = -32000) -> str:
+	return json.dumps({'id': message_id, 'error': {'code': code, 'message': text}})
+
+
+class ContextLink:
+	"""One client connection (browser-use) to one context, over its own upstream connection."""
+
+	def __init__(self, upstream_url: str, context_id: str) -> None:
+		self.upstream_url = upstream_url
+		self.context_id = context_id
+		self.targets: set[str] = set()  # the context's targets this connection has heard of
+		self.sessions: set[str] = set()  # CDP sessions attached on this connection to our targets
+		self.downloads: set[str] = set()  # guids of downloads that began in our targets
+		self._rewrites: dict[int, Callable[[dict[str, Any]], None]] = {}  # client id -> result rewrite
+		self._own: dict[int, asyncio.Future[dict[str, Any]]] = {}
+		self._next_own = OWN_IDS_START
+		self._client: ServerConnection | None = None
+		self._upstream: ClientConnection | None = None
+
+	async def serve(self, client: ServerConnection) -> None:
+		self._client = client
+		self.sessions.clear()  # CDP sessions belong to a connection; a reconnect starts without any
+		self._rewrites.clear()
+		async with connect(self.upstream_url, max_size=None, ping_interval=None) as upstream:
+			self._upstream = upstream
+			down = asyncio.create_task(self._pump_down(), name='cdp-proxy-down')
+			try:
+				async for message in client:
+					await self._from_client(message if isinstance(message, str) else message.decode())
+			except ConnectionClosed:
+				pass
+			finally:
+				down.cancel()
+				with contextlib.suppress(asyncio.CancelledError, Exception):
+					await down
+				for future in self._own.values():
+					future.cancel()
+
+	async def _pump_down(self) -> None:
+		assert self._upstream is not None and self._client is not None
+		try:
+			async for message in self._upstream:
+				text = message if isinstance(message, str) else message.decode()
+				if _PAGE_LEVEL_TAIL.search(text[-80:]):
+					await self._client.send(text)  # a target's own traffic: nothing to scope
+					continue
+				out = self._from_browser(json.loads(text))
+				if out is not None:
+					await self._client.send(out if isinstance(out, str) else json.dumps(out))
+		except ConnectionClosed:
+			pass
+		finally:
+			with contextlib.suppress(Exception):
+				await self._client.close()
+
+	# -- client (browser-use) -> Chromium ----------------------------------------------------------
+
+	async def _from_client(self, text: str) -> None:
+		assert self._upstream is not None and self._client is not None
+		message = json.loads(text)
+		method = message.get('method', '')
+		params = message.setdefault('params', {}) if isinstance(message.get('params', {}), dict) else {}
+		message_id = message.get('id', 0)
+		if 'sessionId' in message:
+			if method in PAGE_COOKIES:
+				del message['sessionId']  # to the context's jar, not the default one
+				params['browserContextId'] = self.context_id
+				await self._upstream.send(json.dumps(message))
+			else:
+				await self._upstream.send(text)
+			return
+		if method in REFUSED:
+			await self._client.send(_error(message_id, f'{method} is not available to a browser-use-mcp session'))
+			return
+		if method in TARGETED and 'targetId' in params and params['targetId'] not in self.targets:
+			await self._client.send(_error(message_id, 'No target with given id found'))
+			return
+		if method == 'Target.getBrowserContexts':
+			await self._client.send(json.dumps({'id': message_id, 'result': {'browserContextIds': [self.context_id]}}))
+			return
+		if method == 'Browser.close':
+			await self._close_targets()
+			await self._client.send(json.dumps({'id': message_id, 'result': {}}))
+			return
+		if method in WITH_CONTEXT:
+			params['browserContextId'] = self.context_id
+		elif method == 'Target.getTargets':
+			self._rewrites[message_id] = self._only_our_targets
+		else:
+			await self._upstream.send(text)
+			return
+		await self._upstream.send(json.dumps(message))
+
+	# -- Chromium -> client ------------------------------------------------------------------------
+
+	def _from_browser(self, message: dict[str, Any]) -> dict[str, Any] | None:
+		if 'id' in message:
+			own = self._own.pop(message['id'], None)
+			if own is not None:
+				if not own.done():
+					own.set_result(message)
+				return None
+			rewrite = self._rewrites.pop(message['id'], None)
+			if rewrite is not None and 'result' in message:
+				rewrite(message['result'])
+			return message
+		if 'sessionId' in message:
+			return message  # an event of one of our targets' sessions
+		method = message.get('method', '')
+		params = message.get('params') or {}
+		if method in ('Target.targetCreated', 'Target.targetInfoChanged'):
+			info = params.get('targetInfo') or {}
+			if info.get('browserContextId') != self.context_id:
+				return None
+			self.targets.add(info.get('targetId', ''))
+			return message
+		if method in ('Target.targetDestroyed', 'Target.targetCrashed'):
+			target = params.get('targetId')
+			if target not in self.targets:
+				return None
+			if method == 'Target.targetDestroyed':
+				self.targets.discard(target)
+			return message
+		if method == 'Target.attachedToTarget':
+			info = params.get('targetInfo') or {}
+			session = params.get('sessionId', '')
+			if info.get('browserContextId') != self.context_id:
+				self._detach_foreign(session)
+				return None
+			self.targets.add(info.get('targetId', ''))
+			self.sessions.add(session)
+			return message
+		if method == 'Target.detachedFromTarget':
+			session = params.get('sessionId', '')
+			if session not in self.sessions:
+				return None
+			self.sessions.discard(session)
+			return message
+		if method == 'Browser.downloadWillBegin':
+			if params.get('frameId') not in self.targets:
+				return None
+			self.downloads.add(params.get('guid', ''))
+			return message
+		if method == 'Browser.downloadProgress':
+			return message if params.get('guid') in self.downloads else None
+		return message
+
+	def _only_our_targets(self, result: dict[str, Any]) -> None:
+		infos = [t for t in result.get('targetInfos', []) if t.get('browserContextId') == self.context_id]
+		self.targets.update(t.get('targetId', '') for t in infos)
+		result['targetInfos'] = infos
+
+	# -- the proxy's own commands --------------------------------------------------------------
+
+	async def _send_own(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+		assert self._upstream is not None
+		message_id = self._next_own
+		self._next_own += 1
+		future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+		self._own[message_id] = future
+		await self._upstream.send(json.dumps({'id': message_id, 'method': method, 'params': params}))
+		return await future
+
+	def _detach_foreign(self, session: str) -> None:
+		"""Another context's page, attached by a browser-level auto-attach: let go of it at once."""
+		task = asyncio.get_running_loop().create_task(self._send_own('Target.detachFromTarget', {'sessionId': session}))
+		task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+	async def _close_targets(self) -> None:
+		result = await self._send_own('Target.getTargets', {})
+		ours = [
+			t['targetId']
+			for t in result.get('result', {}).get('targetInfos', [])
+			if t.get('browserContextId') == self.context_id and t.get('type') == 'page'
+		]
+		await asyncio.gather(*(self._send_own('Target.closeTarget', {'targetId': t}) for t in ours), return_exceptions=True)
+
+	async def close(self) -> None:
+		for connection in (self._client, self._upstream):
+			if connection is not None:
+				with contextlib.suppress(Exception):
+					await connection.close()
+
+
+class ContextRouter:
+	"""The loopback websocket server every context session connects to, one path per session."""
+
+	def __init__(self) -> None:
+		self._links: dict[str, ContextLink] = {}
+		self._server: Server | None = None
+		self.port = 0
+
+	async def start(self) -> None:
+		if self._server is None:
+			self._server = await serve(self._handle, '127.0.0.1', 0, max_size=None, ping_interval=None)
+			self.port = self._server.sockets[0].getsockname()[1] if self._server.sockets else 0
+
+	def add(self, link: ContextLink) -> str:
+		"""Route a new path to ``link``; the websocket URL browser-use connects to."""
+		token = secrets.token_urlsafe(16)
+		self._links[token] = link
+		return f'ws://127.0.0.1:{self.port}/devtools/browser/{token}'
+
+	def remove(self, url: str) -> None:
+		self._links.pop(url.rsplit('/', 1)[-1], None)
+
+	async def _handle(self, client: ServerConnection) -> None:
+		path = client.request.path if client.request is not None else ''
+		link = self._links.get(path.rsplit('/', 1)[-1])
+		if link is None or not path.startswith('/devtools/browser/'):
+			await client.close(code=1008, reason='unknown endpoint')
+			return
+		try:
+			await link.serve(client)
+		except (OSError, ConnectionClosed) as exc:
+			logger.info('context connection ended: %s', exc)
+
+	async def close(self) -> None:
+		if self._server is not None:
+			self._server.close()
+			with contextlib.suppress(Exception):
+				await asyncio.wait_for(self._server.wait_closed(), 3)
+			self._server = None

@@ -1,0 +1,386 @@
+"""Sessions as browser contexts of shared Chromiums ("shards"), or of a browser someone else runs.
+
+A context costs a fraction of a Chromium (its renderers; the browser process, GPU and network
+service are shared) and is created in tens of milliseconds instead of a launch. Each session's
+browser-use talks to its context through ``cdp_proxy`` and sees a browser holding only its own
+tabs, cookies, storage, permissions and downloads.
+
+``SharedProvider`` launches Chromiums of our own (same flags, owner marker, parent-death signal
+and sweep as a per-session Chromium), each hosting at most ``contexts_per_browser`` sessions; it
+opens another when all are full and closes an empty one after a grace period. When a shard's
+Chromium dies, every session in it gets the usual one-time "browser died" error; sessions in
+other shards are untouched. ``attach`` makes it host contexts in a browser at a CDP URL instead
+(``--cdp-url``): that browser is never closed or killed, only the contexts we made in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidURI
+
+from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, build_profile, chromium_args
+from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.providers.base import BrowserProvider, Endpoint
+from browser_use_mcp.providers.cdp_proxy import ContextLink, ContextRouter
+from browser_use_mcp.providers.process import NO_CHROMIUM
+from browser_use_mcp.tasks import outside_scopes
+
+logger = logging.getLogger('browser_use_mcp.providers.shared')
+
+EMPTY_SHARD_GRACE = 30.0  # s an empty shard stays up for the next session before it is closed
+COMMAND_TIMEOUT = 10.0
+
+
+class CdpError(Exception):
+	pass
+
+
+class CdpConnection:
+	"""A minimal CDP client for the provider's own browser-level commands (contexts, liveness)."""
+
+	def __init__(self, socket: ClientConnection) -> None:
+		self._socket = socket
+		self._ids = itertools.count(1)
+		self._pending: dict[int, asyncio.Future[Any]] = {}
+		self._closed: list[Callable[[], Any]] = []
+		self._reader = asyncio.create_task(self._read(), name='cdp-management')
+
+	@classmethod
+	async def open(cls, url: str, timeout: float = COMMAND_TIMEOUT) -> CdpConnection:
+		socket = await asyncio.wait_for(connect(url, max_size=None, ping_interval=None), timeout)
+		return cls(socket)
+
+	def on_close(self, callback: Callable[[], Any]) -> None:
+		self._closed.append(callback)
+
+	@property
+	def open_(self) -> bool:
+		return not self._reader.done()
+
+	async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+		message_id = next(self._ids)
+		future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+		self._pending[message_id] = future
+		try:
+			await self._socket.send(json.dumps({'id': message_id, 'method': method, 'params': params or {}}))
+			reply = await asyncio.wait_for(future, COMMAND_TIMEOUT)
+		except (ConnectionClosed, OSError) as exc:
+			raise CdpError(f'the browser connection closed ({exc})') from None
+		finally:
+			self._pending.pop(message_id, None)
+		if 'error' in reply:
+			raise CdpError(reply['error'].get('message', 'CDP error'))
+		return reply.get('result', {})
+
+	async def _read(self) -> None:
+		try:
+			async for message in self._socket:
+				data = json.loads(message)
+				future = self._pending.get(data.get('id', -1))
+				if future is not None and not future.done():
+					future.set_result(data)
+		except (ConnectionClosed, OSError):
+			pass
+		finally:
+			for future in self._pending.values():
+				if not future.done():
+					future.set_exception(CdpError('the browser connection closed'))
+			for callback in self._closed:
+				with contextlib.suppress(Exception):
+					callback()
+
+	async def close(self) -> None:
+		with contextlib.suppress(Exception):
+			await self._socket.close()
+		self._reader.cancel()
+		with contextlib.suppress(asyncio.CancelledError, Exception):
+			await self._reader
+
+
+class Shard:
+	"""One browser hosting contexts: a Chromium of ours, or an attached browser."""
+
+	def __init__(self, ws_url: str, connection: CdpConnection, chromium: ChromiumProcess | None, dirs: SessionDirs | None) -> None:
+		self.ws_url = ws_url
+		self.connection = connection
+		self.chromium = chromium
+		self.dirs = dirs
+		self.endpoints: set[ContextEndpoint] = set()
+		self.reserved = 0  # contexts being created
+		self.empty_since: float | None = time.monotonic()
+		self.dead = False
+
+	@property
+	def load(self) -> int:
+		return len(self.endpoints) + self.reserved
+
+	def alive(self) -> bool:
+		if self.dead:
+			return False
+		if self.chromium is not None:
+			return self.chromium.alive()
+		return self.connection.open_
+
+	def death_detail(self, attached_url: str | None) -> str:
+		if self.chromium is not None:
+			return 'its shared Chromium exited unexpectedly' + self.chromium.reason_suffix()
+		return f'the browser at {attached_url} went away'
+
+
+class ContextEndpoint(Endpoint):
+	def __init__(self, provider: SharedProvider, shard: Shard, context_id: str, link: ContextLink, url: str) -> None:
+		super().__init__()
+		self.provider = provider
+		self.shard = shard
+		self.context_id = context_id
+		self.link = link
+		self.cdp_url = url
+		self.where = 'attached' if shard.chromium is None else 'local (shared)'
+		self.is_local = shard.chromium is not None or is_loopback_url(provider.attach_url or '')
+
+	def alive(self) -> bool:
+		return self.shard.alive()
+
+	def death_detail(self) -> str:
+		return self.shard.death_detail(self.provider.attach_url)
+
+	async def release(self, graceful: bool = False) -> None:
+		self.releasing = True
+		await self.provider.release(self)
+
+
+class SharedProvider(BrowserProvider):
+	def __init__(
+		self,
+		executable: str | None,
+		*,
+		owner: Owner,
+		profile_base: dict[str, Any],
+		headless: bool,
+		new_dirs: Callable[[], SessionDirs],
+		contexts_per_browser: int = 8,
+		user_args: tuple[str, ...] = (),
+		attach_url: str | None = None,
+		empty_grace: float = EMPTY_SHARD_GRACE,
+	) -> None:
+		self.executable = executable
+		self.owner = owner
+		self.profile_base = profile_base
+		self.headless = headless
+		self.new_dirs = new_dirs
+		self.contexts_per_browser = max(1, contexts_per_browser)
+		self.user_args = user_args
+		self.attach_url = attach_url
+		self.empty_grace = empty_grace
+		self.shards: list[Shard] = []
+		self.router = ContextRouter()
+		self._lock = asyncio.Lock()
+		self._retiring: set[asyncio.Task[None]] = set()
+
+	def profile(self, dirs: SessionDirs) -> Any:
+		return build_profile(self.profile_base, dirs, self.headless)
+
+	async def endpoint(self, dirs: SessionDirs, profile: Any) -> ContextEndpoint:
+		with outside_scopes():  # shared by many sessions: closing this one must not stop them
+			await self.router.start()
+			shard = await self._reserve()
+		try:
+			result = await shard.connection.send('Target.createBrowserContext', {'disposeOnDetach': False})
+			# one blank tab, as a fresh Chromium has: browser-use sets up its per-browser listeners
+			# (downloads among them) for the tabs it finds when it connects
+			await shard.connection.send(
+				'Target.createTarget', {'url': 'about:blank', 'browserContextId': result['browserContextId']}
+			)
+		except CdpError as exc:
+			raise BrowserStartFailed(f'Could not create a browser context: {exc}. {shard.death_detail(self.attach_url)}') from None
+		finally:
+			shard.reserved -= 1
+		link = ContextLink(shard.ws_url, result['browserContextId'])
+		endpoint = ContextEndpoint(self, shard, link.context_id, link, self.router.add(link))
+		shard.endpoints.add(endpoint)
+		shard.empty_since = None
+		return endpoint
+
+	async def _reserve(self) -> Shard:
+		"""A live shard with room for one more context (launched if none has), its slot reserved."""
+		async with self._lock:
+			for shard in list(self.shards):
+				if not shard.alive():
+					self._shard_died(shard)
+			shard = next((s for s in self.shards if s.load < self.contexts_per_browser and s.connection.open_), None)
+			if shard is None:
+				if self.attach_url is not None and self.shards:
+					shard = self.shards[0]  # an attached browser takes every context
+				else:
+					shard = await self._new_shard()
+					self.shards.append(shard)
+			shard.reserved += 1
+			return shard
+
+	async def _new_shard(self) -> Shard:
+		if self.attach_url is not None:
+			ws_url = await asyncio.to_thread(browser_ws_url, self.attach_url)
+			connection = await CdpConnection.open(ws_url)
+			shard = Shard(ws_url, connection, None, None)
+			connection.on_close(lambda: self._shard_died(shard))
+			return shard
+		if not self.executable:
+			raise BrowserStartFailed(NO_CHROMIUM)
+		dirs = self.new_dirs()
+		try:
+			args = chromium_args(self.profile(dirs), user_args=self.user_args)
+			chromium = await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner)
+		except BaseException:
+			await asyncio.to_thread(dirs.remove)
+			raise
+		try:
+			connection = await CdpConnection.open(chromium.ws_url or '')
+		except BaseException as exc:
+			await chromium.kill()
+			await asyncio.to_thread(dirs.remove)
+			if isinstance(exc, Exception):
+				raise BrowserStartFailed(f'Could not connect to the shared browser: {exc}{chromium.reason_suffix()}') from exc
+			raise
+		shard = Shard(chromium.ws_url or '', connection, chromium, dirs)
+		chromium.on_exit(lambda _c: self._shard_died(shard))
+		logger.info('shared browser started (pid %d), up to %d sessions', chromium.pid, self.contexts_per_browser)
+		return shard
+
+	def _shard_died(self, shard: Shard) -> None:
+		"""Every session in a dead shard hears it once; nothing is left half-open."""
+		if shard.dead:
+			return
+		if shard.chromium is not None and shard.chromium.stopping:
+			return
+		shard.dead = True
+		if shard in self.shards:
+			self.shards.remove(shard)
+		for endpoint in list(shard.endpoints):
+			endpoint.died()
+		self._spawn(self._dispose_shard(shard))
+
+	async def release(self, endpoint: ContextEndpoint) -> None:
+		"""A session is done with its context: dispose it, and retire its shard once empty."""
+		shard = endpoint.shard
+		self.router.remove(endpoint.cdp_url)
+		await endpoint.link.close()
+		shard.endpoints.discard(endpoint)
+		if shard.alive():
+			with contextlib.suppress(CdpError):
+				await shard.connection.send('Target.disposeBrowserContext', {'browserContextId': endpoint.context_id})
+		if not shard.endpoints and not shard.reserved and shard.chromium is not None:
+			shard.empty_since = time.monotonic()
+			self._spawn(self._retire_later(shard))
+
+	async def _retire_later(self, shard: Shard) -> None:
+		await asyncio.sleep(self.empty_grace)
+		async with self._lock:
+			if shard.load or shard.empty_since is None or time.monotonic() - shard.empty_since < self.empty_grace:
+				return
+			if shard in self.shards:
+				self.shards.remove(shard)
+		await self._dispose_shard(shard)
+
+	async def _dispose_shard(self, shard: Shard) -> None:
+		await shard.connection.close()
+		if shard.chromium is not None:
+			await shard.chromium.kill()
+		if shard.dirs is not None:
+			await asyncio.to_thread(shard.dirs.remove)
+
+	def _spawn(self, coro: Any) -> None:
+		task = asyncio.get_running_loop().create_task(coro)
+		self._retiring.add(task)
+		task.add_done_callback(self._retiring.discard)
+
+	async def shutdown(self) -> None:
+		for task in list(self._retiring):
+			task.cancel()
+		await asyncio.gather(*self._retiring, return_exceptions=True)
+		shards, self.shards = list(self.shards), []
+		for shard in shards:
+			shard.dead = True
+		await asyncio.gather(*(self._dispose_shard(s) for s in shards), return_exceptions=True)
+		await self.router.close()
+
+
+class AttachedEndpoint(Endpoint):
+	"""The attached browser itself, driven as it is (the default session with --cdp-url)."""
+
+	where = 'attached'
+
+	def __init__(self, url: str, ws_url: str, connection: CdpConnection) -> None:
+		super().__init__()
+		self.url = url
+		self.cdp_url = ws_url
+		self.is_local = is_loopback_url(url)
+		self.connection = connection
+		connection.on_close(self.died)
+
+	def alive(self) -> bool:
+		return self.connection.open_
+
+	def death_detail(self) -> str:
+		return f'the browser at {self.url} went away'
+
+	async def release(self, graceful: bool = False) -> None:
+		self.releasing = True
+		await self.connection.close()  # never the browser: it is not ours
+
+
+class AttachedProvider(BrowserProvider):
+	"""The browser at a CDP URL, as it is: someone's own Chrome, logged in."""
+
+	def __init__(self, url: str, *, profile_base: dict[str, Any], headless: bool) -> None:
+		self.url = url
+		self.profile_base = profile_base
+		self.headless = headless
+
+	def profile(self, dirs: SessionDirs) -> Any:
+		return build_profile(self.profile_base, dirs, self.headless)
+
+	async def endpoint(self, dirs: SessionDirs, profile: Any) -> AttachedEndpoint:
+		ws_url = await asyncio.to_thread(browser_ws_url, self.url)
+		try:
+			connection = await CdpConnection.open(ws_url)
+		except (OSError, TimeoutError, ConnectionClosed, InvalidURI) as exc:
+			raise BrowserStartFailed(f'Could not connect to the browser at {self.url}: {exc}') from None
+		return AttachedEndpoint(self.url, ws_url, connection)
+
+
+def is_loopback_url(url: str) -> bool:
+	host = (urllib.parse.urlsplit(url).hostname or '').lower()
+	return host in ('localhost', '127.0.0.1', '::1') or host.startswith('127.')
+
+
+def browser_ws_url(cdp_url: str, timeout: float = 5.0) -> str:
+	"""The browser-level websocket URL of a CDP endpoint given as http(s)://host:port or ws://...
+
+	Raises BrowserStartFailed naming the URL and what to check when nothing answers there.
+	"""
+	if cdp_url.startswith(('ws://', 'wss://')):
+		return cdp_url
+	base = cdp_url.rstrip('/')
+	if base.endswith('/json/version'):
+		base = base[: -len('/json/version')]
+	try:
+		opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the URL is reached directly
+		with opener.open(base + '/json/version', timeout=timeout) as reply:
+			return json.loads(reply.read())['webSocketDebuggerUrl']
+	except (OSError, ValueError, KeyError, InvalidURI) as exc:
+		raise BrowserStartFailed(
+			f'No browser answers at --cdp-url {cdp_url} ({exc}). Check that the browser is running with '
+			'--remote-debugging-port (e.g. chromium --remote-debugging-port=9222) and that the URL is its '
+			'http://host:port.'
+		) from None
