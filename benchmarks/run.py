@@ -14,6 +14,9 @@ Sections (all through real MCP clients over stdio, real headless Chromium, pages
      (in a separate process driving the registry directly, not over MCP)
   g  server spawn to initialize and to tools/list, ours vs upstream, on an idle machine and with
      both cores kept busy
+  h  isolation modes: N agents' workflow with a Chromium per session vs contexts of shared
+     Chromiums (and the peers' context modes when benchmarks/peers is installed), session
+     create latency and warm per-tool latency in each mode
 
 Prints markdown tables and writes every raw number to benchmarks/results/<time>.json.
 Timings here are measurements, never pass/fail: run on a quiet machine for figures to quote.
@@ -51,7 +54,7 @@ from benchmarks.common import (
 )
 
 RESULTS = Path(__file__).resolve().parent / 'results'
-SECTIONS = 'abcdefg'
+SECTIONS = 'abcdefgh'
 
 
 def find_index(state_text: str, text: str) -> int:
@@ -350,10 +353,10 @@ def show_tools(r: dict[str, Any]) -> str:
 MIN_AVAILABLE = 1 << 30
 
 
-async def bench_capacity(site: str, cap: int) -> dict[str, Any]:
+async def bench_capacity(site: str, cap: int, isolation: str = 'browser') -> dict[str, Any]:
 	opened, error = 0, None
 	started = time.perf_counter()
-	async with server('ours', '--max-sessions', str(cap), '--idle-timeout', '0') as srv:
+	async with server('ours', '--max-sessions', str(cap), '--idle-timeout', '0', '--isolation', isolation) as srv:
 		for i in range(cap):
 			if psutil.virtual_memory().available < MIN_AVAILABLE:
 				error = f'stopped: less than {MIN_AVAILABLE >> 20} MB of memory available'
@@ -372,6 +375,7 @@ async def bench_capacity(site: str, cap: int) -> dict[str, Any]:
 		available = psutil.virtual_memory().available
 	return {
 		'cap': cap,
+		'isolation': isolation,
 		'opened': opened,
 		'all_answering': still_ok,
 		'stopped_by': error or f'the probe cap ({cap})',
@@ -385,7 +389,7 @@ async def bench_capacity(site: str, cap: int) -> dict[str, Any]:
 def show_capacity(r: dict[str, Any]) -> str:
 	rows = [[r['opened'], r['all_answering'], r['stopped_by'], r['pss_mb'], r['pss_per_session_mb'], r['available_gb_at_end']]]
 	return table(
-		'(e) Concurrent sessions held by one server',
+		f'(e) Concurrent sessions held by one server (--isolation {r.get("isolation", "browser")})',
 		[
 			'sessions opened',
 			'all answering at once',
@@ -487,6 +491,104 @@ def show_startup(r: dict[str, Any]) -> str:
 	)
 
 
+# -- (h) isolation modes ----------------------------------------------------------------------------
+
+MODES = ('browser', 'context')
+
+
+async def bench_isolation(site: str, quick: bool, counts: list[int]) -> dict[str, Any]:
+	repeats = 1 if quick else 3
+	out: dict[str, Any] = {'repeats': repeats, 'runs': [], 'create': {}, 'tools': {}, 'peers': {}}
+	for n in counts:
+		for mode in MODES:
+			walls, pss = [], []
+			for _ in range(repeats):
+				async with server('ours', '--isolation', mode, '--max-sessions', str(n + 4)) as srv:
+					started = time.perf_counter()
+					await asyncio.gather(*(workflow(srv, site, f'agent-{i}') for i in range(n)))
+					walls.append(time.perf_counter() - started)
+					pss.append(memory_of(srv.tree()).pss)
+			out['runs'].append(
+				{
+					'who': f'ours, {mode}',
+					'n': n,
+					'wall_s': round(statistics.median(walls), 2),
+					'pss_mb': mb(statistics.median(pss)),
+				}
+			)
+		for peer, run in (await peer_runs(site, n, repeats)).items():
+			out['runs'].append({'who': peer, 'n': n, **run})
+	for mode in MODES:
+		for label, args in (('nothing ready', ()), ('--prewarm 2', ('--prewarm', '2'))):
+			create = []
+			async with server('ours', '--isolation', mode, *args) as srv:
+				await srv.ok('browser_navigate', session_id='first', url=f'{site}/')  # the shared Chromium is up
+				for _ in range(3 if quick else 9):
+					if args:
+						await asyncio.sleep(1.5)  # the pool refills
+					started = time.perf_counter()
+					text, _ = await srv.ok('browser_create_session')
+					create.append(time.perf_counter() - started)
+					await srv.ok('browser_close_session', session_id=json.loads(text)['session_id'])
+			out['create'][f'{mode}, {label}'] = {'p50_ms': median_ms(create), 'ms': [round(t * 1000) for t in create]}
+		async with server('ours', '--isolation', mode) as srv:
+			times = await tool_latencies(srv, site, 5 if quick else 15)
+		out['tools'][mode] = {tool: median_ms(values) for tool, values in times.items()}
+	return out
+
+
+async def peer_runs(site: str, n: int, repeats: int) -> dict[str, dict[str, Any]]:
+	"""The peers' context modes, side by side, when benchmarks/peers is installed (scripts/peers.sh)."""
+	try:
+		from benchmarks.peers import PEERS, peer_available, peer_workflow
+	except ImportError:
+		return {}
+	runs: dict[str, dict[str, Any]] = {}
+	for peer in PEERS:
+		missing = await peer_available(peer)
+		if missing:
+			runs[peer] = {'skipped': missing}
+			continue
+		results = [await peer_workflow(peer, n, site) for _ in range(repeats)]
+		runs[peer] = {
+			'wall_s': round(statistics.median(r['wall_s'] for r in results), 2),
+			'pss_mb': round(statistics.median(r['pss_mb'] for r in results), 1),
+		}
+	return runs
+
+
+def show_isolation(r: dict[str, Any]) -> str:
+	rows = []
+	for run in r['runs']:
+		if 'skipped' in run:
+			rows.append([run['n'], run['who'], 'skipped', run['skipped'][:60], '', ''])
+			continue
+		base = next(x for x in r['runs'] if x['n'] == run['n'] and x['who'] == 'ours, browser')
+		rows.append(
+			[
+				run['n'],
+				run['who'],
+				run['wall_s'],
+				run['pss_mb'],
+				round(run['pss_mb'] / run['n'], 1),
+				ratio(run['wall_s'], base['wall_s']),
+			]
+		)
+	text = table(
+		f'(h) N agents x 5-step workflow by isolation mode (median of {r["repeats"]})',
+		['N', 'server', 'wall (s)', 'PSS (MB)', 'PSS / agent (MB)', 'wall vs ours, browser'],
+		rows,
+	)
+	text += '\n' + table(
+		'(h) browser_create_session latency', ['mode', 'p50 (ms)'], [[k, v['p50_ms']] for k, v in r['create'].items()]
+	)
+	tools = list(next(iter(r['tools'].values())))
+	text += '\n' + table(
+		'(h) Warm per-tool p50 (ms) by mode', ['mode', *tools], [[mode, *(v[t] for t in tools)] for mode, v in r['tools'].items()]
+	)
+	return text
+
+
 async def main(args: argparse.Namespace) -> int:
 	from tests.pages import PageServer
 
@@ -506,9 +608,10 @@ async def main(args: argparse.Namespace) -> int:
 			('b', 'agents', lambda: bench_agents(site.url, args.quick, args.agents), show_agents),
 			('c', 'acquire', lambda: bench_acquire(site.url, args.quick), show_acquire),
 			('d', 'tools', lambda: bench_tools(site.url, args.quick), show_tools),
-			('e', 'capacity', lambda: bench_capacity(site.url, args.max_sessions_probe), show_capacity),
+			('e', 'capacity', lambda: bench_capacity(site.url, args.max_sessions_probe, args.isolation), show_capacity),
 			('f', 'lean', bench_lean, show_lean),
 			('g', 'startup', lambda: bench_startup(args.quick), show_startup),
+			('h', 'isolation', lambda: bench_isolation(site.url, args.quick, args.many), show_isolation),
 		]
 		for key, name, run, show in steps:
 			if key not in only:
@@ -543,6 +646,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	)
 	parser.add_argument('--agents', type=lambda v: [int(x) for x in v.split(',')], default=[1, 2, 4, 8], help='N values for (b)')
 	parser.add_argument('--max-sessions-probe', type=int, default=48, help='cap for (e) (default 48)')
+	parser.add_argument('--many', type=lambda v: [int(x) for x in v.split(',')], default=[8, 16], help='N values for (h)')
+	parser.add_argument('--isolation', choices=MODES, default='browser', help='isolation mode for (e) (default browser)')
 	return parser.parse_args(argv)
 
 

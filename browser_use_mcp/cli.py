@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 		'--contexts-per-browser',
 		type=int,
 		metavar='K',
-		help=f'--isolation context: sessions per shared Chromium (default 8; env {_env("contexts_per_browser")})',
+		help=f'--isolation context: sessions per shared Chromium (default 16; env {_env("contexts_per_browser")})',
 	)
 	b.add_argument(
 		'--cdp-url',

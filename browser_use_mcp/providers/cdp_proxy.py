@@ -101,7 +101,7 @@ class ContextLink:
 		self._client = client
 		self.sessions.clear()  # CDP sessions belong to a connection; a reconnect starts without any
 		self._rewrites.clear()
-		async with connect(self.upstream_url, max_size=None, ping_interval=None) as upstream:
+		async with connect(self.upstream_url, max_size=None, ping_interval=None, compression=None) as upstream:
 			self._upstream = upstream
 			down = asyncio.create_task(self._pump_down(), name='cdp-proxy-down')
 			try:
@@ -272,7 +272,7 @@ class ContextRouter:
 
 	async def start(self) -> None:
 		if self._server is None:
-			self._server = await serve(self._handle, '127.0.0.1', 0, max_size=None, ping_interval=None)
+			self._server = await serve(self._handle, '127.0.0.1', 0, max_size=None, ping_interval=None, compression=None)
 			self.port = self._server.sockets[0].getsockname()[1] if self._server.sockets else 0
 
 	def add(self, link: ContextLink) -> str:

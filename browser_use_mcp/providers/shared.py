@@ -58,7 +58,7 @@ class CdpConnection:
 
 	@classmethod
 	async def open(cls, url: str, timeout: float = COMMAND_TIMEOUT) -> CdpConnection:
-		socket = await asyncio.wait_for(connect(url, max_size=None, ping_interval=None), timeout)
+		socket = await asyncio.wait_for(connect(url, max_size=None, ping_interval=None, compression=None), timeout)
 		return cls(socket)
 
 	def on_close(self, callback: Callable[[], Any]) -> None:
@@ -169,7 +169,7 @@ class SharedProvider(BrowserProvider):
 		profile_base: dict[str, Any],
 		headless: bool,
 		new_dirs: Callable[[], SessionDirs],
-		contexts_per_browser: int = 8,
+		contexts_per_browser: int = 16,
 		user_args: tuple[str, ...] = (),
 		attach_url: str | None = None,
 		empty_grace: float = EMPTY_SHARD_GRACE,
@@ -254,8 +254,19 @@ class SharedProvider(BrowserProvider):
 			raise
 		shard = Shard(chromium.ws_url or '', connection, chromium, dirs)
 		chromium.on_exit(lambda _c: self._shard_died(shard))
+		await self._close_startup_tab(connection)
 		logger.info('shared browser started (pid %d), up to %d sessions', chromium.pid, self.contexts_per_browser)
 		return shard
+
+	@staticmethod
+	async def _close_startup_tab(connection: CdpConnection) -> None:
+		"""The blank tab Chromium opens at start lives in the default context, which no session uses:
+		closing it saves a renderer (~35 MB) per shared Chromium."""
+		with contextlib.suppress(CdpError):
+			targets = (await connection.send('Target.getTargets')).get('targetInfos', [])
+			for target in targets:
+				if target.get('type') == 'page' and target.get('browserContextId') not in (None, ''):
+					await connection.send('Target.closeTarget', {'targetId': target['targetId']})
 
 	def _shard_died(self, shard: Shard) -> None:
 		"""Every session in a dead shard hears it once; nothing is left half-open."""

@@ -257,3 +257,34 @@ async def test_prewarm_hands_out_ready_contexts(raw: list[RawServer], tmp_path: 
 		titles = [(await state(mcp, sid))['title'] for sid in created]
 		assert titles == ['Logged in'] * 3
 		assert len(shared_browsers(server.pid)) == 1, 'spares are contexts of the same shared Chromium'
+
+
+# -- settings that make no sense ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+	('env', 'words'),
+	[
+		({'BROWSER_USE_MCP_ISOLATION': 'tabs'}, 'isolation must be browser or context'),
+		({'BROWSER_USE_MCP_CONTEXTS_PER_BROWSER': '0'}, 'contexts per browser must be >= 1'),
+		({'BROWSER_USE_MCP_CONTEXTS_PER_BROWSER': 'many'}, 'BROWSER_USE_MCP_CONTEXTS_PER_BROWSER'),
+		({'BROWSER_USE_MCP_CDP_URL': 'localhost:9222'}, 'must be an http(s):// or ws(s):// URL'),
+		({'BROWSER_USE_MCP_SHARED_BROWSER_IDLE': '-1'}, 'shared browser idle time must be >= 0'),
+	],
+)
+def test_nonsense_isolation_settings_stop_the_server_with_the_reason(env: dict[str, str], words: str) -> None:
+	from browser_use_mcp.config import load_config
+
+	with pytest.raises(SystemExit, match=re.escape(words)):
+		load_config(env, browser_use=False)
+
+
+def test_the_isolation_flags_reach_the_configuration() -> None:
+	from browser_use_mcp.cli import build_parser, cli_overrides
+	from browser_use_mcp.config import load_config
+
+	ns = build_parser().parse_args(['--isolation', 'context', '--contexts-per-browser', '4', '--cdp-url', 'http://127.0.0.1:9222'])
+	config = load_config({}, browser_use=False, **cli_overrides(ns))
+	assert (config.isolation, config.contexts_per_browser, config.cdp_url) == ('context', 4, 'http://127.0.0.1:9222')
+	upstream = load_config({'BROWSER_USE_CDP_URL': 'http://127.0.0.1:9333'}, browser_use=False)
+	assert upstream.cdp_url == 'http://127.0.0.1:9333', "upstream's variable is honoured"
