@@ -284,22 +284,24 @@ async def tool_latencies(srv: Server, site: str, repeats: int) -> dict[str, list
 
 async def routing_overhead(repeats: int = 2000) -> dict[str, float]:
 	"""What the registry adds to a call (argument check, id check, lookup, session lock, task),
-	measured in process around a no-op handler."""
+	measured in process around a no-op handler, over a provider with no browser."""
+	import shutil
+	import tempfile
+
 	from browser_use_mcp.config import ServerConfig
 	from browser_use_mcp.sessions import SessionRegistry, SessionState
-	from browser_use_mcp.tools.base import Call, NoArgs, session_tool
+	from browser_use_mcp.tools.base import Call, NoArgs, tool
+	from tests.fakes.provider import FakeProvider
 
-	@session_tool('noop', 'does nothing', NoArgs)
-	async def noop(state: Any, args: NoArgs, call: Call) -> str:
+	@tool('No-op', read_only=True, open_world=False)
+	async def noop(state: SessionState, args: NoArgs, call: Call) -> str:
+		"""Does nothing."""
 		return 'ok'
 
-	class Alive:
-		def alive(self) -> bool:
-			return True
-
-	registry = SessionRegistry(ServerConfig())
-	state = SessionState('s', 'local', Alive(), None, None, None, registry.config)  # type: ignore[arg-type]
-	registry._sessions[state.key] = state
+	tmp = Path(tempfile.mkdtemp(prefix='bench-routing-'))
+	registry = SessionRegistry(ServerConfig(state_dir=tmp / 'state', watchdog='off'), provider=FakeProvider())
+	await registry.start()
+	state, _ = await registry.run('local', 's', lambda st: noop.handler(st, NoArgs(), Call()))
 	call = Call()
 	direct, routed = [], []
 	for _ in range(repeats):
@@ -310,6 +312,8 @@ async def routing_overhead(repeats: int = 2000) -> dict[str, float]:
 		parsed = noop.parse({})
 		await registry.run('local', 's', lambda st, parsed=parsed: noop.handler(st, parsed, call))
 		routed.append(time.perf_counter() - started)
+	await registry.shutdown()
+	shutil.rmtree(tmp, ignore_errors=True)
 	return {
 		'direct_p50_us': round(statistics.median(direct) * 1e6, 1),
 		'routed_p50_us': round(statistics.median(routed) * 1e6, 1),

@@ -32,17 +32,16 @@ import psutil
 
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.patches import internals
+from browser_use_mcp.processes import OWNER_ENV, OWNER_SWITCH, Owner, owner_of, process_tree, wait_gone
 
 logger = logging.getLogger('browser_use_mcp.browser')
 
-OWNER_ENV = 'BROWSER_USE_MCP_OWNER'
-OWNER_SWITCH = '--browser-use-mcp-owner'
 OWNER_FILE = 'owner.json'
 LAUNCH_TIMEOUT = 30.0
 
 # Process-wide launch policy, set once by the registry at start-up (see configure_launch).
 PARENT_DEATH_SIGNAL = True
-WATCHDOG: Any = None  # browser_use_mcp.watchdog.Watchdog when the sidecar is in use
+SIDECAR: Any = None  # browser_use_mcp.sidecar.Sidecar when the sidecar is in use
 
 CHROMIUM_CANDIDATES = (
 	'/usr/bin/chromium',
@@ -114,41 +113,6 @@ def session_digest(principal: str, session_id: str) -> str:
 	return hashlib.sha256(f'{principal}\0{session_id}'.encode('utf-8', 'surrogatepass')).hexdigest()[:16]
 
 
-def _process_start(pid: int) -> float | None:
-	try:
-		return psutil.Process(pid).create_time()
-	except (psutil.NoSuchProcess, psutil.AccessDenied):
-		return None
-
-
-@dataclass(frozen=True)
-class Owner:
-	"""Identifies one server process across PID reuse."""
-
-	pid: int
-	started: float
-
-	@classmethod
-	def current(cls) -> Owner:
-		return cls(os.getpid(), round(psutil.Process().create_time(), 2))
-
-	@property
-	def token(self) -> str:
-		return f'{self.pid}:{self.started:.2f}'
-
-	@classmethod
-	def parse(cls, token: str) -> Owner | None:
-		pid, _, started = token.partition(':')
-		try:
-			return cls(int(pid), float(started))
-		except ValueError:
-			return None
-
-	def alive(self) -> bool:
-		start = _process_start(self.pid)
-		return start is not None and abs(round(start, 2) - self.started) < 0.05
-
-
 @dataclass
 class SessionDirs:
 	"""Where one session keeps its profile, downloads and FileSystem files."""
@@ -194,21 +158,6 @@ class SweepReport:
 	dirs_removed: int = 0
 
 
-def _owner_of(proc: psutil.Process) -> Owner | None:
-	try:
-		cmdline = proc.cmdline()
-	except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-		return None
-	for arg in cmdline:
-		if arg.startswith(OWNER_SWITCH + '='):
-			return Owner.parse(arg.split('=', 1)[1])
-	try:
-		token = proc.environ().get(OWNER_ENV)
-	except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-		return None
-	return Owner.parse(token) if token else None
-
-
 def sweep_orphans(base: Path, me: Owner | None = None) -> SweepReport:
 	"""Kill Chromium processes and delete state dirs left by servers of ours that died.
 
@@ -225,7 +174,7 @@ def sweep_orphans(base: Path, me: Owner | None = None) -> SweepReport:
 				continue
 		except (psutil.NoSuchProcess, psutil.AccessDenied):
 			continue
-		owner = _owner_of(proc)
+		owner = owner_of(proc)
 		if owner is None or owner.alive() or (me is not None and owner == me):
 			continue
 		with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
@@ -258,11 +207,11 @@ def parent_death_signal_supported() -> bool:
 	return sys.platform.startswith('linux')
 
 
-def configure_launch(parent_death_signal: bool, watchdog: Any) -> None:
+def configure_launch(parent_death_signal: bool, sidecar: Any) -> None:
 	"""How browsers are tied to the server's life: parent-death signal and/or the sidecar."""
-	global PARENT_DEATH_SIGNAL, WATCHDOG
+	global PARENT_DEATH_SIGNAL, SIDECAR
 	PARENT_DEATH_SIGNAL = parent_death_signal
-	WATCHDOG = watchdog
+	SIDECAR = sidecar
 
 
 def _set_parent_death_signal() -> None:
@@ -275,7 +224,7 @@ def _set_parent_death_signal() -> None:
 		try:
 			libc = ctypes.CDLL(None, use_errno=True)
 			libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-		except Exception:
+		except Exception:  # in the forked child, where logging could deadlock; the sidecar and the sweep remain
 			pass
 		if os.getppid() == 1:  # the server died between fork and prctl
 			os._exit(1)
@@ -335,8 +284,8 @@ class ChromiumProcess:
 				f'Could not start the browser at {executable}: {exc}. Install Chromium '
 				'(Debian/Ubuntu: apt-get install chromium) or set BROWSER_USE_MCP_CHROMIUM to its path.'
 			) from exc
-		if WATCHDOG is not None:
-			WATCHDOG.track(proc.pid)  # its own session: process group id == pid
+		if SIDECAR is not None:
+			SIDECAR.track(proc.pid)  # its own session: process group id == pid
 		chromium = cls(proc, profile_dir)
 		try:
 			await asyncio.wait_for(asyncio.shield(chromium._ready), timeout)
@@ -376,7 +325,7 @@ class ChromiumProcess:
 			pass
 		finally:
 			if not self._ready.done():
-				with contextlib.suppress(BaseException):
+				with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # its exit status, if it comes at once
 					await asyncio.wait_for(self.proc.wait(), 2)
 			if not self._ready.done():
 				self._ready.set_exception(
@@ -391,8 +340,10 @@ class ChromiumProcess:
 		with contextlib.suppress(asyncio.CancelledError):
 			await self.proc.wait()
 			for callback in list(self._exit_callbacks):
-				with contextlib.suppress(Exception):
+				try:
 					callback(self)
+				except Exception:  # one failing callback must not keep the others from hearing of the exit
+					logger.exception('a callback on the exit of Chromium %d failed', self.pid)
 
 	def on_exit(self, callback: Callable[[ChromiumProcess], Any]) -> None:
 		self._exit_callbacks.append(callback)
@@ -441,41 +392,11 @@ class ChromiumProcess:
 		with contextlib.suppress(TimeoutError, asyncio.CancelledError):
 			await asyncio.wait_for(asyncio.shield(self._waiter), 5)
 		self._reader.cancel()
-		with contextlib.suppress(asyncio.CancelledError, Exception):
+		with contextlib.suppress(asyncio.CancelledError):  # the reader catches everything else itself
 			await self._reader
 		await wait_gone(members, timeout=3.0)
-		if WATCHDOG is not None:
-			WATCHDOG.untrack(self.pid)
-
-
-def process_tree(pid: int) -> list[psutil.Process]:
-	"""A process and all its descendants (empty when it is gone)."""
-	try:
-		root = psutil.Process(pid)
-		return [root, *root.children(recursive=True)]
-	except psutil.NoSuchProcess:
-		return []
-
-
-def _gone(proc: psutil.Process) -> bool:
-	try:
-		return proc.status() == psutil.STATUS_ZOMBIE
-	except (psutil.NoSuchProcess, psutil.AccessDenied):
-		return True
-
-
-async def wait_gone(procs: list[psutil.Process], timeout: float) -> bool:
-	"""Wait until every process has exited (a zombie counts as gone: it holds no resources)."""
-	deadline = asyncio.get_running_loop().time() + timeout
-	pending = list(procs)
-	while pending:
-		pending = [p for p in pending if not _gone(p)]
-		if not pending:
-			return True
-		if asyncio.get_running_loop().time() > deadline:
-			return False
-		await asyncio.sleep(0.02)
-	return True
+		if SIDECAR is not None:
+			SIDECAR.untrack(self.pid)
 
 
 def chromium_args(profile: Any, extra: tuple[str, ...] = EXTRA_ARGS, user_args: tuple[str, ...] = ()) -> list[str]:
@@ -523,7 +444,10 @@ def cached_extension_args() -> list[str]:
 		from browser_use.config import CONFIG
 
 		ext_root = CONFIG.BROWSER_USE_EXTENSIONS_DIR
-	except Exception:
+	except Exception as exc:  # config.json asked for extensions: say why there are none
+		logger.warning(
+			"browser-use's extensions directory is unknown (%s: %s); starting without extensions", type(exc).__name__, exc
+		)
 		return []
 	if not ext_root.is_dir():
 		return []

@@ -1,12 +1,15 @@
-"""The registry of tools: their advertised schemas and the single path every call takes.
+"""The catalogue of tools: what ``tools/list`` advertises, and the one path every call takes.
 
-This is the one place that knows about ``session_id``: it adds the property to each
-session-scoped tool's schema, validates the arguments, resolves the id to a
-``SessionState`` (which takes that session's lock) and hands the handler only the state.
+This is the one place that knows about ``session_id`` and the session around a call. For a
+session tool it adds the property to the schema; for every call of one it validates the
+arguments, resolves the id to a ``SessionState`` through the session registry (which takes that
+session's lock), makes sure the session has a live focused tab, and only then hands the handler
+the state. Handlers never see ids, locks or the registry.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from dataclasses import dataclass
@@ -15,8 +18,8 @@ from typing import Any
 from browser_use_mcp.errors import InvalidArgument, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools import ALL_TOOLS
-from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Reply, Tool
-from browser_use_mcp.tools.common import ensure_focus
+from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Hints, Reply, Tool
+from browser_use_mcp.tools.common import page_titles
 
 logger = logging.getLogger('browser_use_mcp.catalog')
 
@@ -26,6 +29,8 @@ SESSION_ID_SCHEMA = {
 	'creates a new isolated session (its own browser, cookies, tabs and downloads); browser_create_session '
 	'mints one for you.',
 }
+FOCUS_RECOVERY = 0.5  # s browser-use gets to re-focus by itself before we pick a tab
+FOCUS_POLL = 0.05
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,12 @@ class ToolInfo:
 	name: str
 	description: str
 	input_schema: dict[str, Any]
-	read_only: bool
+	hints: Hints
 	output_schema: dict[str, Any] | None = None  # the structured content of its successful results
+
+	@property
+	def read_only(self) -> bool:
+		return self.hints.read_only
 
 	@property
 	def properties(self) -> dict[str, Any]:
@@ -44,13 +53,13 @@ class ToolInfo:
 
 	@property
 	def session_scoped(self) -> bool:
-		"""Acts inside one session: carries the registry's shared ``session_id`` argument."""
+		"""Acts inside one session: carries the catalogue's shared ``session_id`` argument."""
 		return self.properties.get('session_id') == SESSION_ID_SCHEMA
 
 
 class Catalog:
-	def __init__(self, registry: SessionRegistry, tools: list[Tool] | None = None) -> None:
-		self.registry = registry
+	def __init__(self, sessions: SessionRegistry, tools: list[Tool] | None = None) -> None:
+		self.sessions = sessions
 		self._tools = {t.name: t for t in (tools or ALL_TOOLS)}
 		self._infos = [self._info(t) for t in self._tools.values()]
 
@@ -58,8 +67,8 @@ class Catalog:
 		schema = copy.deepcopy(tool.input_schema())
 		if tool.scope == 'session':
 			schema['properties']['session_id'] = dict(SESSION_ID_SCHEMA)
-		description = tool.description.replace(RETENTION_PLACEHOLDER, self.registry.retention_text())
-		return ToolInfo(tool.name, description, schema, tool.read_only, tool.output_schema())
+		description = tool.description.replace(RETENTION_PLACEHOLDER, self.sessions.retention_text())
+		return ToolInfo(tool.name, description, schema, tool.hints, tool.output_schema())
 
 	def list(self) -> list[ToolInfo]:
 		return list(self._infos)
@@ -76,7 +85,7 @@ class Catalog:
 			raise InvalidArgument(f'Arguments for {name} must be a JSON object.')
 		args = dict(arguments or {})
 		if tool.scope == 'admin':
-			return _checked(tool, _as_reply(await tool.handler(self.registry, tool.parse(args), call)))
+			return _checked(tool, _as_reply(await tool.handler(self.sessions, tool.parse(args), call)))
 		session_id = args.pop('session_id', None)
 		parsed = tool.parse(args)
 
@@ -84,10 +93,46 @@ class Catalog:
 			await ensure_focus(state)
 			return await tool.handler(state, parsed, call)
 
-		state, result = await self.registry.run(call.principal, session_id, act, create=tool.creates_session)
+		state, result = await self.sessions.run(call.principal, session_id, act)
 		reply = _checked(tool, _as_reply(result))
 		reply.notes.extend(state.take_notes())
 		return reply
+
+
+async def ensure_focus(state: SessionState) -> None:
+	"""Make sure the session has a live focused tab before a tool acts.
+
+	When the focused tab goes away (closed by a tool, by the page itself, or crashed),
+	browser-use re-focuses asynchronously, and until it does, navigation is silently skipped
+	and scrolling fails. Give its recovery a moment, then focus the newest open tab (or a
+	new blank one) ourselves. When the browser cannot even list its tabs, say so in the log and
+	let the tool try as things are: its own error is clearer than ours would be.
+	"""
+	bs = state.browser_session
+	loop = asyncio.get_running_loop()
+	deadline = loop.time() + FOCUS_RECOVERY
+	while True:
+		try:
+			live = await page_titles(state)
+		except Exception as exc:
+			logger.warning(
+				'cannot list the tabs to check the focused one (%s: %s); calling the tool as things are',
+				type(exc).__name__,
+				str(exc)[:300],
+			)
+			return
+		if bs.agent_focus_target_id in live:
+			return
+		if loop.time() >= deadline:
+			break
+		await asyncio.sleep(FOCUS_POLL)
+	logger.info('the focused tab is gone; focusing %s', 'the newest tab' if live else 'a new blank tab')
+	if live:
+		target = list(live)[-1]
+	else:
+		created = await bs.cdp_client.send.Target.createTarget(params={'url': 'about:blank'})
+		target = created['targetId']
+	await bs.get_or_create_cdp_session(target_id=target, focus=True)
 
 
 def _as_reply(result: Reply | str) -> Reply:

@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from urllib.parse import parse_qs, urlparse
 
 from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.processes import find_spawned_server, owned_processes, stop_server
 
 USERS = ('alice', 'bob', 'carol')
 COLORS = {'alice': '#2563eb', 'bob': '#15803d', 'carol': '#be185d'}
@@ -180,70 +181,18 @@ def server_environment(home: Path, config: ServerConfig, base: dict[str, str] | 
 	return env
 
 
-def _owned_browser_processes(server_pid: int) -> list[Any]:
-	"""Live processes carrying the owner marker of this server (its Chromium trees)."""
-	import psutil
-
-	from browser_use_mcp.browser import OWNER_SWITCH
-
-	found = []
-	prefix = f'{OWNER_SWITCH}={server_pid}:'
-	for proc in psutil.process_iter():
-		with contextlib.suppress(psutil.Error):
-			if any(arg.startswith(prefix) for arg in proc.cmdline()):
-				found.append(proc)
-	return found
-
-
-def _profiles_of(procs: list[Any]) -> set[str]:
+def _profiles_of(pids: set[int]) -> set[str]:
 	"""The distinct --user-data-dir of the browser main processes (renderers carry --type=)."""
 	import psutil
 
 	profiles = set()
-	for proc in procs:
+	for pid in pids:
 		with contextlib.suppress(psutil.Error):
-			args = proc.cmdline()
+			args = psutil.Process(pid).cmdline()
 			if any(a.startswith('--type=') for a in args):
 				continue
 			profiles.update(a.split('=', 1)[1] for a in args if a.startswith('--user-data-dir='))
 	return profiles
-
-
-def _find_server_pid(before: set[int]) -> int | None:
-	"""The server subprocess the MCP client just spawned (the client does not expose it)."""
-	import psutil
-
-	me = psutil.Process()
-	for _ in range(200):
-		for child in me.children(recursive=False):
-			if child.pid in before:
-				continue
-			with contextlib.suppress(psutil.Error):
-				if 'browser_use_mcp' in ' '.join(child.cmdline()):
-					return child.pid
-		time.sleep(0.01)
-	return None
-
-
-def _stop_leftovers(server_pid: int | None) -> int:
-	"""Kill the server and its browsers if they outlived the client (they should not)."""
-	import psutil
-
-	if server_pid is None:
-		return 0
-	killed = 0
-	with contextlib.suppress(psutil.Error):
-		server = psutil.Process(server_pid)
-		with contextlib.suppress(psutil.TimeoutExpired):
-			server.wait(10)
-		if server.is_running() and server.status() != psutil.STATUS_ZOMBIE:
-			server.kill()
-			killed += 1
-	for proc in _owned_browser_processes(server_pid):
-		with contextlib.suppress(psutil.Error):
-			proc.kill()
-			killed += 1
-	return killed
 
 
 # -- driving three sessions ----------------------------------------------------------------
@@ -357,21 +306,23 @@ class _Driver:
 
 
 @dataclass
-class Check:
+class IsolationCheck:
+	"""One line of the verdict: what must hold if the sessions were isolated, and whether it did."""
+
 	ok: bool | None  # None: could not be checked here
 	text: str
 
 
-def isolation_checks(runs: list[SessionRun], listed: list[str] | None, profiles: set[str] | None) -> list[Check]:
+def isolation_checks(runs: list[SessionRun], listed: list[str] | None, profiles: set[str] | None) -> list[IsolationCheck]:
 	"""What must be true if, and only if, the sessions were isolated from each other."""
 	checks = []
 	good = [r for r in runs if not r.error]
-	checks.append(Check(len(good) == len(runs), f'{len(good)} of {len(runs)} sessions completed every step'))
+	checks.append(IsolationCheck(len(good) == len(runs), f'{len(good)} of {len(runs)} sessions completed every step'))
 	ids = [r.session_id for r in runs if r.session_id]
-	checks.append(Check(len(ids) == len(runs) and len(set(ids)) == len(ids), f'{len(set(ids))} distinct session ids'))
+	checks.append(IsolationCheck(len(ids) == len(runs) and len(set(ids)) == len(ids), f'{len(set(ids))} distinct session ids'))
 	mine = all(r.cookie_user == r.user and r.page_user == r.user for r in runs)
 	checks.append(
-		Check(
+		IsolationCheck(
 			mine and bool(runs),
 			'each session reads back its own user, from its cookie jar and from the page the site rendered '
 			'(all signed in before any read)',
@@ -379,22 +330,24 @@ def isolation_checks(runs: list[SessionRun], listed: list[str] | None, profiles:
 	)
 	tabs_ok = all(r.tabs == r.tabs_wanted for r in runs)
 	wanted = ', '.join(str(r.tabs_wanted) for r in runs)
-	checks.append(Check(tabs_ok, f'each session has exactly the tabs it opened ({wanted})'))
+	checks.append(IsolationCheck(tabs_ok, f'each session has exactly the tabs it opened ({wanted})'))
 	if listed is None:
-		checks.append(Check(False, 'browser_list_sessions could not be read'))
+		checks.append(IsolationCheck(False, 'browser_list_sessions could not be read'))
 	else:
 		extra = sorted(set(listed) - set(ids))
 		checks.append(
-			Check(
+			IsolationCheck(
 				bool(ids) and sorted(listed) == sorted(ids),
 				f'browser_list_sessions shows exactly these {len(ids)} sessions'
 				+ (f' (unexpected: {", ".join(extra)})' if extra else ''),
 			)
 		)
 	if profiles is None:
-		checks.append(Check(None, 'separate browser processes (not visible from here; skipped)'))
+		checks.append(IsolationCheck(None, 'separate browser processes (not visible from here; skipped)'))
 	else:
-		checks.append(Check(len(profiles) == len(runs), f'{len(profiles)} Chromium processes, each on its own profile directory'))
+		checks.append(
+			IsolationCheck(len(profiles) == len(runs), f'{len(profiles)} Chromium processes, each on its own profile directory')
+		)
 	return checks
 
 
@@ -488,21 +441,21 @@ async def _run(config: ServerConfig, output: Path, out: TextIO, home: Path, serv
 			async with Client(
 				stdio_client(params, errlog=server_log), mode='legacy', read_timeout_seconds=CALL_TIMEOUT
 			) as client:
-				server_pid = await asyncio.to_thread(_find_server_pid, before)
+				server_pid = await asyncio.to_thread(find_spawned_server, before)
 				print(f'  server  {sys.executable} -m browser_use_mcp --headless  (pid {server_pid}, stdio)', file=out)
 				print(f'  agents  {", ".join(USERS)}: one session each, all at once\n', file=out, flush=True)
 				driver = _Driver(client, site.url)
 				await asyncio.gather(*(driver.sign_in(r) for r in runs))
 				await asyncio.gather(*(driver.read_back(r) for r in runs))
 				if server_pid is not None:
-					profiles = _profiles_of(await asyncio.to_thread(_owned_browser_processes, server_pid))
-				with contextlib.suppress(Exception):
+					profiles = _profiles_of(await asyncio.to_thread(owned_processes, server_pid))
+				with contextlib.suppress(Exception):  # unread, the listing check below fails and says so
 					listing = await driver.call('browser_list_sessions')
 					listed = [s['session_id'] for s in (listing.structured_content or {}).get('sessions', [])]
-				with contextlib.suppress(Exception):
+				with contextlib.suppress(Exception):  # what it would have closed, stop_server kills and reports below
 					await driver.call('browser_close_all')
 		finally:
-			leftovers = await asyncio.to_thread(_stop_leftovers, server_pid)
+			leftovers = 0 if server_pid is None else await asyncio.to_thread(stop_server, server_pid)
 	if leftovers:
 		print(f'  note: had to kill {leftovers} leftover server/browser processes', file=out)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from browser_use_mcp.catalog import Catalog, ToolInfo
+from browser_use_mcp.tools.base import Hints
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS_MD = REPO / 'docs' / 'tools.md'
@@ -37,17 +38,20 @@ def from_catalog(config: Any = None) -> list[ToolInfo]:
 
 
 def from_mcp(tools: Iterable[Any]) -> list[ToolInfo]:
-	"""The same, from ``mcp.types.Tool`` objects a client received."""
-	return [
-		ToolInfo(
-			t.name,
-			t.description or '',
-			t.input_schema,
-			bool(t.annotations and t.annotations.read_only_hint),
-			t.output_schema,
+	"""The same, from ``mcp.types.Tool`` objects a client received (a hint left out is read as the
+	MCP default)."""
+	out = []
+	for t in tools:
+		a = t.annotations
+		hints = Hints(
+			title=(a.title if a else None) or t.title or t.name,
+			read_only=bool(a and a.read_only_hint),
+			destructive=a is None or a.destructive_hint is not False,
+			idempotent=bool(a and a.idempotent_hint),
+			open_world=a is None or a.open_world_hint is not False,
 		)
-		for t in tools
-	]
+		out.append(ToolInfo(t.name, t.description or '', t.input_schema, hints, t.output_schema))
+	return out
 
 
 def _cell(text: str) -> str:
@@ -99,6 +103,26 @@ def _session_id_column(tool: ToolInfo) -> str:
 	return '—'
 
 
+def _hint_words(hints: Hints) -> str:
+	"""The hints in a few words: "read-only", or what a call may do to its environment."""
+	words = ['read-only'] if hints.read_only else ['destructive' if hints.destructive else 'non-destructive']
+	if hints.idempotent and not hints.read_only:
+		words.append('idempotent')
+	if hints.open_world:
+		words.append('open world')
+	return ', '.join(words)
+
+
+def _hint_line(hints: Hints) -> str:
+	flags = (
+		('readOnlyHint', hints.read_only),
+		('destructiveHint', hints.destructive),
+		('idempotentHint', hints.idempotent),
+		('openWorldHint', hints.open_world),
+	)
+	return f'Annotations: title "{hints.title}"; ' + ', '.join(f'`{k}: {json.dumps(v)}`' for k, v in flags) + '.'
+
+
 def render_tools_md(tools: list[ToolInfo]) -> str:
 	session_tools = [t for t in tools if t.session_scoped]
 	other_tools = [t for t in tools if not t.session_scoped]
@@ -113,15 +137,22 @@ def render_tools_md(tools: list[ToolInfo]) -> str:
 		'Descriptions below are exactly what an MCP client receives; retention figures are those of the default '
 		'configuration ([sessions](sessions.md) explains them).',
 		'',
-		'| Tool | `session_id` | Read-only | What it does |',
+		'| Tool | `session_id` | Hints | What it does |',
 		'|---|---|---|---|',
 	]
 	for tool in tools:
 		out.append(
-			f'| [`{tool.name}`](#{tool.name}) | {_session_id_column(tool)} | {"yes" if tool.read_only else ""} | '
+			f'| [`{tool.name}`](#{tool.name}) | {_session_id_column(tool)} | {_hint_words(tool.hints)} | '
 			f'{_cell(_first_sentence(tool.description))} |'
 		)
 	out += [
+		'',
+		'Hints are the MCP tool annotations each tool advertises (hints for the client, not guarantees): '
+		'*read-only* changes nothing; otherwise a call is *destructive* (it may overwrite or end what is there: a '
+		'page, a field, a tab, a session) or *non-destructive* (it only adds or moves), and *idempotent* when '
+		'repeating it changes nothing '
+		"more. *Open world*: it may reach beyond the server, to web sites or the LLM provider. A tool's "
+		"environment is its session's browser; for the tools that manage sessions, the caller's sessions.",
 		'',
 		'## `session_id`, on every browser tool',
 		'',
@@ -168,10 +199,8 @@ def _tool_section(tool: ToolInfo, skip: tuple[str, ...] = ()) -> list[str]:
 	notes = []
 	if 'session_id' in skip and 'session_id' in tool.properties:
 		notes.append('Also takes the optional `session_id`.')
-	if tool.read_only:
-		notes.append('Annotated read-only (`readOnlyHint`).')
-	if notes:
-		lines += ['', ' '.join(notes)]
+	notes.append(_hint_line(tool.hints))
+	lines += ['', ' '.join(notes)]
 	return [*lines, '']
 
 

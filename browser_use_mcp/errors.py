@@ -11,23 +11,21 @@ from __future__ import annotations
 class ToolError(Exception):
 	"""A failure the caller can act on. The message is shown to the client verbatim."""
 
-	code = 'tool_error'
-
 	def __init__(self, message: str) -> None:
 		super().__init__(message)
 		self.message = message
 
 
 class InvalidArgument(ToolError):
-	code = 'invalid_argument'
+	"""The arguments do not fit the tool's schema or contradict each other."""
 
 
 class UnknownTool(ToolError):
-	code = 'unknown_tool'
+	"""No tool of that name."""
 
 
 class SessionNotFound(ToolError):
-	code = 'session_not_found'
+	"""An id that names no open session, for a call that does not create one."""
 
 	def __init__(self, session_id: str) -> None:
 		super().__init__(
@@ -39,36 +37,30 @@ class SessionNotFound(ToolError):
 class SessionLost(ToolError):
 	"""The session existed, but its browser state is gone (expired, duration limit, crash)."""
 
-	code = 'session_lost'
-
 
 class SessionClosed(ToolError):
 	"""The call was cancelled because its session was closed while it ran."""
 
-	code = 'session_closed'
-
 
 class SessionLimitReached(ToolError):
-	code = 'session_limit'
+	"""A new session would pass --max-sessions."""
 
 
 class BrowserStartFailed(ToolError):
-	code = 'browser_start_failed'
+	"""The session's browser could not be started or connected to."""
 
 
 class ElementNotFound(ToolError):
-	code = 'element_not_found'
+	"""An element index that the session's latest state does not have."""
 
 
 class TabNotFound(ToolError):
-	code = 'tab_not_found'
+	"""A tab id that matches no open tab of the session, or more than one."""
 
 
 class BrowserActionFailed(ToolError):
 	"""The browser refused or failed an action (navigation error, bad selector, JS exception)."""
 
-	code = 'browser_action_failed'
-
 
 class LLMNotConfigured(ToolError):
-	code = 'llm_not_configured'
+	"""The tool needs an LLM and the server has no usable key or provider."""

@@ -20,7 +20,7 @@ import logging
 import socket
 import sys
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, Self
 
 import anyio
 from mcp.server import Server
@@ -176,12 +176,25 @@ class _SseStream:
 		self.pending: set[RequestId] = set()
 
 
-class _Inbound:
-	"""The server loop's read stream (the SDK's ``ReadStream`` protocol), noting each request."""
+class _Tracking:
+	"""A stream of the server loop wrapped to keep ``pending`` (request ids not yet answered) up to date."""
 
 	def __init__(self, inner: Any, pending: set[RequestId]) -> None:
 		self._inner = inner
 		self._pending = pending
+
+	async def aclose(self) -> None:
+		await self._inner.aclose()
+
+	async def __aenter__(self) -> Self:
+		return self
+
+	async def __aexit__(self, *_exc: object) -> None:
+		await self.aclose()
+
+
+class _Inbound(_Tracking):
+	"""The server loop's read stream (the SDK's ``ReadStream`` protocol), noting each request."""
 
 	@property
 	def last_context(self) -> Any:
@@ -207,36 +220,14 @@ class _Inbound:
 	async def __anext__(self) -> Any:
 		return self._note(await self._inner.__anext__())
 
-	async def aclose(self) -> None:
-		await self._inner.aclose()
 
-	async def __aenter__(self) -> _Inbound:
-		return self
-
-	async def __aexit__(self, *_exc: object) -> None:
-		await self.aclose()
-
-
-class _Outbound:
+class _Outbound(_Tracking):
 	"""The server loop's write stream (``WriteStream``), crossing off each request answered."""
-
-	def __init__(self, inner: Any, pending: set[RequestId]) -> None:
-		self._inner = inner
-		self._pending = pending
 
 	async def send(self, item: SessionMessage, /) -> None:
 		await self._inner.send(item)
 		if isinstance(item.message, JSONRPCResponse | JSONRPCError) and item.message.id is not None:
 			self._pending.discard(item.message.id)
-
-	async def aclose(self) -> None:
-		await self._inner.aclose()
-
-	async def __aenter__(self) -> _Outbound:
-		return self
-
-	async def __aexit__(self, *_exc: object) -> None:
-		await self.aclose()
 
 
 class LegacySse:
@@ -403,15 +394,21 @@ async def serve_http(config: ServerConfig) -> None:
 		if serving is not None:
 			# An SSE stream lasts until its client leaves: end them, or uvicorn would wait on them.
 			if legacy is not None:
-				with contextlib.suppress(Exception):
+				try:
 					await legacy.close(SSE_DRAIN)
+				except Exception:  # uvicorn is stopped below regardless, forcibly if a stream holds it
+					logger.warning('ending the legacy SSE streams failed', exc_info=True)
 			uv.should_exit = True
 			try:
 				await asyncio.wait_for(asyncio.shield(serving), timeout=HTTP_SHUTDOWN_GRACE)
 			except (TimeoutError, asyncio.CancelledError, Exception):
 				uv.force_exit = True
 				serving.cancel()
-				with contextlib.suppress(asyncio.CancelledError, Exception):
+				try:
 					await serving
+				except asyncio.CancelledError:
+					pass  # what we asked for
+				except Exception as exc:  # the process is ending; uvicorn's error is no longer news
+					logger.debug('HTTP server ended with %r after a forced exit', exc)
 		sock.close()
 		telemetry.stopped()

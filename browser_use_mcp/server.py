@@ -22,7 +22,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
 from browser_use_mcp import __version__
-from browser_use_mcp.catalog import Catalog
+from browser_use_mcp.catalog import Catalog, ToolInfo
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.errors import ToolError
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry, current_session
@@ -57,10 +57,29 @@ def session_tag(catalog: Catalog, name: str, arguments: Any) -> str:
 	"""Which session a call acts in, for the log lines written outside the registry's scope (an
 	unexpected failure is logged here, after the registry has let go of the session)."""
 	sid = arguments.get('session_id') if isinstance(arguments, dict) else None
-	with contextlib.suppress(Exception):  # an unusable id or an unknown tool: no session
+	with contextlib.suppress(ToolError):  # an unusable id or an unknown tool: no session (the call says why)
 		if sid is not None or catalog.get(name).scope == 'session':
-			return catalog.registry.normalize_id(sid)
+			return catalog.sessions.normalize_id(sid)
 	return '-'
+
+
+def advertised(info: ToolInfo) -> types.Tool:
+	"""A catalogue entry as ``tools/list`` shows it, its hints as MCP tool annotations."""
+	hints = info.hints
+	return types.Tool(
+		name=info.name,
+		title=hints.title,
+		description=info.description,
+		input_schema=info.input_schema,
+		output_schema=info.output_schema,
+		annotations=types.ToolAnnotations(
+			title=hints.title,
+			read_only_hint=hints.read_only,
+			destructive_hint=hints.destructive,
+			idempotent_hint=hints.idempotent,
+			open_world_hint=hints.open_world,
+		),
+	)
 
 
 def build_server(
@@ -68,16 +87,7 @@ def build_server(
 	principal_of: PrincipalOf = lambda _ctx: LOCAL_PRINCIPAL,
 	telemetry: Telemetry | None = None,
 ) -> Server[Any]:
-	tool_list = [
-		types.Tool(
-			name=info.name,
-			description=info.description,
-			input_schema=info.input_schema,
-			output_schema=info.output_schema,
-			annotations=types.ToolAnnotations(read_only_hint=True) if info.read_only else None,
-		)
-		for info in catalog.list()
-	]
+	tool_list = [advertised(info) for info in catalog.list()]
 
 	async def list_tools(
 		ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -88,8 +98,10 @@ def build_server(
 		started = time.monotonic()
 
 		async def progress(done: float, total: float | None, message: str | None) -> None:
-			with contextlib.suppress(Exception):
+			try:
 				await ctx.session.report_progress(done, total, message)
+			except Exception as exc:  # a client gone or without a progress token: the call itself goes on
+				logger.debug('progress notification not sent: %r', exc)
 
 		call = Call(principal=principal_of(ctx), progress=progress)
 		error: str | None = None
@@ -138,11 +150,17 @@ async def run_until_stopped(serve: Awaitable[Any], registry: SessionRegistry, gr
 		stopping.cancel()
 		# Sessions first: in-flight calls get their "session closed" error while the transport
 		# can still deliver it; then the transport.
-		with contextlib.suppress(Exception):
+		try:
 			await asyncio.wait_for(registry.shutdown(), timeout=grace + 5)
+		except Exception:  # shutdown itself never raises: this is its time running out
+			logger.warning('closing the sessions took longer than %.0f s; stopping anyway', grace + 5, exc_info=True)
 		serving.cancel()
-		with contextlib.suppress(asyncio.CancelledError, Exception):
+		try:
 			await asyncio.wait_for(serving, timeout=1)
+		except asyncio.CancelledError:
+			pass  # what we asked for
+		except Exception as exc:  # its error, if it had one, was logged above; the process is ending
+			logger.debug('transport ended with %r after being stopped', exc)
 		for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 			with contextlib.suppress(NotImplementedError, RuntimeError):
 				loop.remove_signal_handler(sig)

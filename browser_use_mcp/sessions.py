@@ -225,7 +225,7 @@ class SessionRegistry:
 		self._background: set[asyncio.Task[Any]] = set()
 		self._shutting_down = False
 		self.single_principal = len(config.auth_tokens) <= 1
-		self._watchdog: Any = None
+		self._sidecar: Any = None
 		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
 		self._starting: asyncio.Task[None] | None = None
 
@@ -343,22 +343,22 @@ class SessionRegistry:
 				await provider.shutdown()
 		if self._state_dir:
 			self._state_dir.remove()
-		if self._watchdog is not None:
-			self._watchdog.close()
-			self._watchdog = None
+		if self._sidecar is not None:
+			self._sidecar.close()
+			self._sidecar = None
 
 	def _tie_browsers_to_server(self) -> None:
-		"""Parent-death signal where the OS has one, and the watchdog sidecar unless switched off:
+		"""Parent-death signal where the OS has one, and the cleanup sidecar unless switched off:
 		a killed server's browsers die with it and its state directory goes too."""
-		if self.config.watchdog != 'off' and self._watchdog is None:
-			from browser_use_mcp.watchdog import Watchdog
+		if self.config.watchdog != 'off' and self._sidecar is None:
+			from browser_use_mcp.sidecar import Sidecar
 
 			assert self._state_dir is not None
 			try:
-				self._watchdog = Watchdog(self._state_dir.path)
+				self._sidecar = Sidecar(self._state_dir.path)
 			except OSError as exc:
-				logger.warning('could not start the browser watchdog (%s); relying on the start-up sweep', exc)
-		configure_launch(self.config.parent_death_signal and parent_death_signal_supported(), self._watchdog)
+				logger.warning('could not start the cleanup sidecar (%s); relying on the start-up sweep', exc)
+		configure_launch(self.config.parent_death_signal and parent_death_signal_supported(), self._sidecar)
 
 	# -- lookup ------------------------------------------------------------------------------
 

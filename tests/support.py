@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 from mcp import Client, StdioServerParameters
 
-from browser_use_mcp.browser import OWNER_ENV, OWNER_SWITCH
+from browser_use_mcp.processes import find_spawned_server, owned_processes, stop_server
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -105,50 +105,6 @@ class Mcp:
 		return owned_processes(self.pid)
 
 
-def _marker_pid(proc: psutil.Process) -> int | None:
-	try:
-		for arg in proc.cmdline():
-			if arg.startswith(OWNER_SWITCH + '='):
-				return int(arg.split('=', 1)[1].split(':')[0])
-		token = proc.environ().get(OWNER_ENV)
-	except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError, ValueError):
-		return None
-	if token:
-		with contextlib.suppress(ValueError):
-			return int(token.split(':')[0])
-	return None
-
-
-def _alive(proc: psutil.Process) -> bool:
-	try:
-		return proc.status() != psutil.STATUS_ZOMBIE
-	except (psutil.NoSuchProcess, psutil.AccessDenied):
-		return False
-
-
-def _sidecar(proc: psutil.Process) -> bool:
-	"""The server's cleanup sidecar (browser_use_mcp.watchdog): a child, but not a browser."""
-	with contextlib.suppress(psutil.Error):
-		return 'browser_use_mcp.watchdog' in ' '.join(proc.cmdline())
-	return False
-
-
-def owned_processes(server_pid: int) -> set[int]:
-	"""PIDs of live browser processes launched by the server with this PID (found by marker or
-	as descendants), whether or not the server is still alive."""
-	pids: set[int] = set()
-	with contextlib.suppress(psutil.NoSuchProcess):
-		for child in psutil.Process(server_pid).children(recursive=True):
-			if _alive(child) and not _sidecar(child):
-				pids.add(child.pid)
-	for proc in psutil.process_iter():
-		if proc.pid in pids or not _alive(proc):
-			continue
-		if _marker_pid(proc) == server_pid:
-			pids.add(proc.pid)
-	return pids
-
-
 def chromium_pids(pids: set[int]) -> set[int]:
 	out = set()
 	for pid in pids:
@@ -167,19 +123,6 @@ def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.05) ->
 	return bool(predicate())
 
 
-def _find_server_pid(before: set[int]) -> int:
-	me = psutil.Process()
-	for _ in range(200):
-		for child in me.children(recursive=False):
-			if child.pid in before:
-				continue
-			with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-				if 'browser_use_mcp' in ' '.join(child.cmdline()):
-					return child.pid
-		time.sleep(0.01)
-	raise RuntimeError('server process not found')
-
-
 @contextlib.asynccontextmanager
 async def running_server(home: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[Mcp]:
 	"""Start ``python -m browser_use_mcp`` over stdio; on exit make sure it and its browsers are gone."""
@@ -190,20 +133,13 @@ async def running_server(home: Path, *args: str, env: dict[str, str] | None = No
 	pid = None
 	try:
 		async with client:
-			pid = _find_server_pid(before)
+			pid = find_spawned_server(before)
+			if pid is None:
+				raise RuntimeError('server process not found')
 			yield Mcp(client, pid, home)
 	finally:
 		if pid is not None:
-			leftovers = owned_processes(pid)
-			with contextlib.suppress(psutil.NoSuchProcess):
-				proc = psutil.Process(pid)
-				with contextlib.suppress(psutil.TimeoutExpired):
-					proc.wait(10)
-				if proc.is_running():
-					proc.kill()
-			for leftover in leftovers:
-				with contextlib.suppress(psutil.NoSuchProcess):
-					psutil.Process(leftover).kill()
+			stop_server(pid)
 
 
 class Background:

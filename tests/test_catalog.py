@@ -1,18 +1,29 @@
-"""The catalogue is a compatible superset of the installed upstream server's catalogue."""
+"""The catalogue: a compatible superset of the installed upstream server's, every tool declared once
+(by its handler) and collected, and every tool's MCP annotations advertised."""
 
 from __future__ import annotations
 
+import ast
+import asyncio
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import mcp.types as types
 import pytest
 
+from browser_use_mcp import docgen, tools
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
-from browser_use_mcp.sessions import SessionRegistry
+from browser_use_mcp.server import build_server
+from browser_use_mcp.sessions import SessionRegistry, SessionState
+from browser_use_mcp.tools import ALL_TOOLS
+from browser_use_mcp.tools.admin import ClosedCount
+from browser_use_mcp.tools.base import Call, Hints, NoArgs, Reply, tool
 
 UPSTREAM_DUMP = """
 import asyncio, json
@@ -82,8 +93,8 @@ def test_read_only_annotations_match_upstream(upstream: dict, ours: dict) -> Non
 
 
 def test_session_id_is_optional_on_every_browser_tool(ours: dict) -> None:
-	for name, tool in ours.items():
-		schema = tool['inputSchema']
+	for name, listed in ours.items():
+		schema = listed['inputSchema']
 		if name in ADMIN_TOOLS:
 			continue
 		assert schema['properties']['session_id']['type'] == 'string', name
@@ -103,3 +114,181 @@ def test_descriptions_are_our_own(upstream: dict, ours: dict) -> None:
 
 def test_create_session_states_retention(ours: dict) -> None:
 	assert '600 s' in ours['browser_create_session']['description']
+
+
+# -- one declaration per tool ---------------------------------------------------------------
+
+TOOLS_LIST_ORDER = [
+	'browser_navigate',
+	'browser_go_back',
+	'browser_scroll',
+	'browser_click',
+	'browser_type',
+	'browser_send_keys',
+	'browser_get_state',
+	'browser_get_html',
+	'browser_screenshot',
+	'browser_extract_content',
+	'browser_evaluate',
+	'browser_list_tabs',
+	'browser_switch_tab',
+	'browser_close_tab',
+	'retry_with_browser_use_agent',
+	'browser_create_session',
+	'browser_list_sessions',
+	'browser_close_session',
+	'browser_close_all',
+	'browser_close',
+]
+
+
+def test_tools_list_keeps_its_order(ours: dict) -> None:
+	assert list(ours) == TOOLS_LIST_ORDER
+	assert len({t.name for t in ALL_TOOLS}) == len(ALL_TOOLS), 'two tools with one name: one would hide the other'
+
+
+def _is_handler(node: ast.AST) -> bool:
+	"""An async function shaped like a tool handler: (SessionState | SessionRegistry, args, Call)."""
+	if not isinstance(node, ast.AsyncFunctionDef) or len(node.args.args) != 3:
+		return False
+	first, _args, last = node.args.args
+	scope = ast.unparse(first.annotation) if first.annotation else ''
+	return scope in ('SessionState', 'SessionRegistry') and last.annotation is not None and ast.unparse(last.annotation) == 'Call'
+
+
+def test_every_handler_in_tools_is_in_the_catalogue() -> None:
+	"""Defining a tool is all it takes to list it, and nothing in tools/ looks like a tool without being one."""
+	package = Path(tools.__file__).parent
+	modules = {m.name for m in pkgutil.iter_modules([str(package)])}
+	families = {m.__name__.rsplit('.', 1)[1] for m in tools.FAMILIES}
+	assert modules == families | set(tools.HELPERS), f'neither a family nor a helper: {modules - families - set(tools.HELPERS)}'
+	handlers = set()
+	for name in modules:
+		for node in ast.parse((package / f'{name}.py').read_text(encoding='utf-8')).body:
+			decorated = any('tool' in ast.unparse(d) for d in getattr(node, 'decorator_list', []))
+			if _is_handler(node) or decorated:
+				handlers.add((f'browser_use_mcp.tools.{name}', node.name))
+	listed = {(t.handler.__module__, t.handler.__name__) for t in ALL_TOOLS}
+	assert handlers == listed, f'not in the catalogue: {handlers - listed}; listed but not found: {listed - handlers}'
+	assert {t.name for t in ALL_TOOLS} == {t.handler.__name__ for t in ALL_TOOLS}
+
+
+def test_a_tool_is_declared_by_its_handler() -> None:
+	@tool('Probe', destructive=False, idempotent=True, open_world=False)
+	async def probe(state: SessionState, args: NoArgs, call: Call) -> Reply[ClosedCount]:
+		"""Looks   at
+		the session."""
+		return Reply('x', structured={'closed': 0})
+
+	assert (probe.name, probe.description, probe.scope, probe.args, probe.output) == (
+		'probe',
+		'Looks at the session.',
+		'session',
+		NoArgs,
+		ClosedCount,
+	)
+	assert probe.hints == Hints('Probe', read_only=False, destructive=False, idempotent=True, open_world=False)
+
+	@tool('Admin probe', read_only=True, open_world=False)
+	async def admin_probe(registry: SessionRegistry, args: NoArgs, call: Call) -> str:
+		"""Looks at the sessions."""
+		return 'x'
+
+	assert (admin_probe.scope, admin_probe.output) == ('admin', None)
+	assert admin_probe.hints == Hints('Admin probe', read_only=True, destructive=False, idempotent=True, open_world=False)
+
+
+async def _no_doc(state: SessionState, args: NoArgs, call: Call) -> str:
+	return 'x'
+
+
+async def _untyped(state: Any, args: NoArgs, call: Call) -> str:
+	"""No scope."""
+	return 'x'
+
+
+async def _not_args(state: SessionState, args: dict, call: Call) -> str:
+	"""No input model."""
+	return 'x'
+
+
+async def _bad_return(state: SessionState, args: NoArgs, call: Call) -> dict:
+	"""Neither text nor a reply."""
+	return {}
+
+
+async def _bad_output(state: SessionState, args: NoArgs, call: Call) -> Reply[NoArgs]:  # type: ignore[type-var]
+	"""An input model as output."""
+	return Reply('x')
+
+
+@pytest.mark.parametrize(
+	('handler', 'words'),
+	[
+		(_no_doc, 'docstring'),
+		(_untyped, 'SessionState'),
+		(_not_args, 'Args'),
+		(_bad_return, 'return'),
+		(_bad_output, 'Output'),
+	],
+)
+def test_a_handler_that_does_not_declare_itself_is_refused(handler: Any, words: str) -> None:
+	with pytest.raises(TypeError, match=words):
+		tool('Bad', read_only=True, open_world=False)(handler)
+
+
+def test_every_hint_is_decided_not_defaulted() -> None:
+	with pytest.raises(TypeError, match='destructive and idempotent'):
+		tool('Vague', open_world=True)
+	with pytest.raises(TypeError, match='read-only'):
+		tool('Contradiction', read_only=True, destructive=True, open_world=False)
+
+
+# -- annotations ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope='module')
+def advertised(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+	"""tools/list as the server sends it."""
+	catalog = Catalog(SessionRegistry(ServerConfig(state_dir=Path(tmp_path_factory.mktemp('state')))))
+
+	async def listed() -> list[Any]:
+		entry = build_server(catalog).get_request_handler('tools/list')
+		return (await entry.handler(None, types.PaginatedRequestParams())).tools
+
+	tools_ = asyncio.run(listed())
+	return {t.name: t.model_dump(mode='json', by_alias=True, exclude_none=True) for t in tools_}
+
+
+def test_every_tool_advertises_every_annotation(advertised: dict[str, dict]) -> None:
+	titles = set()
+	for name, wire in advertised.items():
+		notes = wire['annotations']
+		assert set(notes) == {'title', 'readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'}, name
+		assert notes['title'] and wire['title'] == notes['title'], name
+		titles.add(notes['title'])
+		if notes['readOnlyHint']:
+			assert notes['idempotentHint'] and not notes['destructiveHint'], f'{name}: read-only yet changes things'
+	assert len(titles) == len(advertised), 'titles tell the tools apart'
+
+
+def _with(advertised: dict[str, dict], hint: str) -> set[str]:
+	return {name for name, wire in advertised.items() if wire['annotations'][hint]}
+
+
+def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> None:
+	reads = {'browser_get_state', 'browser_get_html', 'browser_screenshot', 'browser_list_tabs', 'browser_list_sessions'}
+	assert _with(advertised, 'readOnlyHint') == reads
+	closing = {'browser_close_tab', 'browser_close_session', 'browser_close_all', 'browser_close'}
+	acting_on_pages = {'browser_click', 'browser_type', 'browser_send_keys', 'browser_evaluate', 'retry_with_browser_use_agent'}
+	assert _with(advertised, 'destructiveHint') == closing | acting_on_pages
+	# what may reach a web site or the LLM provider; managing sessions and tabs stays on this machine
+	reaching_out = {'browser_navigate', 'browser_go_back', 'browser_extract_content'} | acting_on_pages
+	assert _with(advertised, 'openWorldHint') == reaching_out
+	# again with the same arguments: the same end state (closing twice closes once)
+	assert _with(advertised, 'idempotentHint') == reads | closing | {'browser_type', 'browser_switch_tab'}
+
+
+def test_the_docs_read_the_annotations_back(advertised: dict[str, dict]) -> None:
+	back = {t.name: t.hints for t in docgen.from_mcp(types.Tool.model_validate(w) for w in advertised.values())}
+	assert back == {t.name: t.hints for t in ALL_TOOLS}

@@ -23,6 +23,11 @@ from browser_use_mcp.patches.click_settle import PageActivity
 from tests.support import Mcp, wait_until
 
 GUARD = 20.0  # s: only reached if settle() never returns; not a performance bound
+# s settle() may take once the last awaited event has arrived: far above QUIET, so a loaded machine
+# does not fail it, and well below NAVIGATION_BUDGET, so a settle() that ignored the event and
+# ran to its budget instead would fail
+PROMPT = 1.0
+assert PROMPT * 2 < click_settle.NAVIGATION_BUDGET
 
 
 # -- unit: settling on page activity -------------------------------------------------------------
@@ -81,7 +86,7 @@ async def test_settle_waits_for_a_main_frame_navigation_to_finish(page: tuple[Fa
 	client.emit('Page.frameNavigated', {'frame': {'id': 'T1'}})
 	assert await not_done_after(settling, click_settle.QUIET * 2)  # committed, still loading
 	client.emit('Page.frameStoppedLoading', {'frameId': 'T1'})
-	await asyncio.wait_for(settling, GUARD)
+	await asyncio.wait_for(settling, PROMPT)  # woken by the end of the load, not by the budget
 
 
 async def test_settle_ignores_what_began_before_the_click(page: tuple[FakeClient, PageActivity]) -> None:
@@ -92,14 +97,18 @@ async def test_settle_ignores_what_began_before_the_click(page: tuple[FakeClient
 	await asyncio.wait_for(activity.settle(time.monotonic()), GUARD)
 
 
-async def test_settle_waits_for_requests_the_click_started(page: tuple[FakeClient, PageActivity]) -> None:
+async def test_settle_waits_for_requests_the_click_started(
+	page: tuple[FakeClient, PageActivity], monkeypatch: pytest.MonkeyPatch
+) -> None:
+	# a request budget longer than PROMPT, so that only the request's end can finish settle() in time
+	monkeypatch.setattr(click_settle, 'REQUEST_BUDGET', click_settle.NAVIGATION_BUDGET)
 	client, activity = page
 	settling = asyncio.create_task(activity.settle(time.monotonic()))
 	client.emit('Network.requestWillBeSent', {'requestId': 'img', 'type': 'Image'})  # not tracked
 	client.emit('Network.requestWillBeSent', {'requestId': 'r1', 'type': 'Fetch'})
 	assert await not_done_after(settling, click_settle.QUIET * 3)
 	client.emit('Network.loadingFinished', {'requestId': 'r1'})
-	await asyncio.wait_for(settling, GUARD)
+	await asyncio.wait_for(settling, PROMPT)
 
 
 async def test_a_navigation_without_a_document_gets_time_to_become_a_download(page: tuple[FakeClient, PageActivity]) -> None:
@@ -122,7 +131,7 @@ async def test_go_back_waits_for_its_navigation_to_begin_and_end(page: tuple[Fak
 	client.emit('Page.frameNavigated', {'frame': {'id': 'T1'}})
 	assert await not_done_after(settling, click_settle.QUIET * 2)
 	client.emit('Page.frameStoppedLoading', {'frameId': 'T1'})
-	await asyncio.wait_for(settling, GUARD)
+	await asyncio.wait_for(settling, PROMPT)  # woken by the end of the load, not by the budget
 
 
 def test_handlers_already_registered_still_run() -> None:

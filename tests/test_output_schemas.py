@@ -20,7 +20,7 @@ from browser_use_mcp.server import build_server
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools import ALL_TOOLS
 from browser_use_mcp.tools.admin import ClosedCount, CreatedSession, SessionList, describe
-from browser_use_mcp.tools.base import Call, NoArgs, Output, Reply, admin_tool, as_json, output_model_schema
+from browser_use_mcp.tools.base import Call, NoArgs, Output, Reply, as_json, output_model_schema, tool
 from browser_use_mcp.tools.content import Evaluated
 from browser_use_mcp.tools.tabs import TabList
 
@@ -161,17 +161,28 @@ async def test_admin_tools_without_sessions_return_conforming_content(catalog: C
 	Draft202012Validator(schemas['browser_close_all']).validate(closed.structured)
 
 
-def _fake_tool(name: str, reply: Reply, output: type[Output] | None) -> Any:
-	async def handler(registry: Any, args: NoArgs, call: Call) -> Reply:
-		return reply
+def _fake_tools() -> list[Any]:
+	@tool('Undeclared', read_only=True, open_world=False)
+	async def undeclared(registry: SessionRegistry, args: NoArgs, call: Call) -> Reply:
+		"""Returns structured content it does not declare."""
+		return Reply('x', structured={'closed': 1})
 
-	return admin_tool(name, 'A test tool.', output=output)(handler)
+	@tool('Missing', read_only=True, open_world=False)
+	async def missing(registry: SessionRegistry, args: NoArgs, call: Call) -> Reply[ClosedCount]:
+		"""Declares structured content it does not return."""
+		return Reply('x')
+
+	@tool('Fine', read_only=True, open_world=False)
+	async def fine(registry: SessionRegistry, args: NoArgs, call: Call) -> Reply[ClosedCount]:
+		"""Declares and returns it."""
+		return Reply('x', structured={'closed': 1})
+
+	return [undeclared, missing, fine]
 
 
 async def test_structured_content_is_sent_only_when_declared(tmp_path: Path) -> None:
-	undeclared = _fake_tool('undeclared', Reply('x', structured={'closed': 1}), None)
-	missing = _fake_tool('missing', Reply('x'), ClosedCount)
-	fine = _fake_tool('fine', Reply('x', structured={'closed': 1}), ClosedCount)
+	undeclared, missing, fine = _fake_tools()
+	assert (undeclared.output, missing.output, fine.output) == (None, ClosedCount, ClosedCount)
 	catalog = Catalog(SessionRegistry(ServerConfig(state_dir=tmp_path / 'state')), [undeclared, missing, fine])
 	with pytest.raises(RuntimeError, match='declares no output schema'):
 		await catalog.call('undeclared', {}, Call())

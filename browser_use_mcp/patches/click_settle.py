@@ -108,8 +108,10 @@ class PageActivity:
 	@staticmethod
 	def _hook(client: Any, method: str, handler: Callable[[dict[str, Any], str | None], None]) -> None:
 		def on_event(params: Any, session_id: str | None = None) -> None:
-			with contextlib.suppress(Exception):
+			try:
 				handler(params if isinstance(params, dict) else {}, session_id)
+			except Exception:  # never break cdp-use's dispatch; but ours are plain bookkeeping: this is a bug
+				logger.exception('page activity: handling %s failed', method)
 
 		internals.hook_cdp_event(client, method, on_event)
 

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import Any
 
 from pydantic import Field
 
 from browser_use_mcp.errors import SessionNotFound
-from browser_use_mcp.tools.base import (
-	RETENTION_PLACEHOLDER,
-	Args,
-	Call,
-	NoArgs,
-	Number,
-	Output,
-	Reply,
-	admin_tool,
-	as_json,
-)
+from browser_use_mcp.sessions import SessionRegistry, SessionState
+from browser_use_mcp.tools.base import Args, Call, NoArgs, Number, Output, Reply, as_json, tool
 
-RETENTION = RETENTION_PLACEHOLDER  # filled in by the catalog from the server's configuration
+logger = logging.getLogger('browser_use_mcp.tools')
 
 
 class CreateArgs(Args):
@@ -42,14 +33,11 @@ class CreatedSession(Output):
 	retention: str = Field(description='The retention policy in words.')
 
 
-@admin_tool(
-	'browser_create_session',
-	'Create a new isolated browser session (own browser, cookies, tabs, downloads) and return its session_id; '
-	'pass that id to every browser tool to act in this session. ' + RETENTION,
-	CreateArgs,
-	output=CreatedSession,
-)
-async def create_session(registry, args: CreateArgs, call: Call) -> Reply:
+# not idempotent: without session_id every call mints a new session
+@tool('Create a session', destructive=False, idempotent=False, open_world=False)
+async def browser_create_session(registry: SessionRegistry, args: CreateArgs, call: Call) -> Reply[CreatedSession]:
+	"""Create a new isolated browser session (own browser, cookies, tabs, downloads) and return its session_id;
+	pass that id to every browser tool to act in this session. {retention}"""
 	state, created = await registry.create(call.principal, args.session_id)
 	out = CreatedSession(
 		session_id=state.session_id,
@@ -88,17 +76,19 @@ class SessionList(Output):
 	sessions: list[SessionInfo] = Field(description='Oldest first; empty when there are none.')
 
 
-def describe(state: Any, now: float) -> SessionInfo:
-	bs = state.browser_session
+def describe(state: SessionState, now: float) -> SessionInfo:
+	bs = state.browser_session if state.browser.alive() else None
+	manager = bs.session_manager if bs is not None else None
 	tabs = 0
 	url = None
-	if state.browser.alive():
-		try:
-			tabs = len(bs.session_manager.get_all_page_targets()) if bs.session_manager else 0
+	if manager is not None:
+		try:  # browser-use's own bookkeeping: no browser round trip, so a listing never waits on a busy session
+			tabs = len(manager.get_all_page_targets())
 			focus = bs.agent_focus_target_id
-			url = bs.session_manager.get_target(focus).url if focus and bs.session_manager else None
-		except Exception:
-			pass
+			target = manager.get_target(focus) if focus else None  # None: the focused tab just went away
+			url = target.url if target is not None else None
+		except Exception:  # a listing must not fail for one session; but this is not expected: say so
+			logger.warning('could not describe session %r', state.session_id, exc_info=True)
 	return SessionInfo(
 		session_id=state.session_id,
 		created_at=_stamp(state.created_at),
@@ -114,15 +104,10 @@ def describe(state: Any, now: float) -> SessionInfo:
 	)
 
 
-@admin_tool(
-	'browser_list_sessions',
-	'List your open browser sessions: id, whether it is the default one, current URL, tab count, creation and '
-	'last-activity times, idle seconds and seconds until it expires.',
-	NoArgs,
-	read_only=True,
-	output=SessionList,
-)
-async def list_sessions(registry, args: NoArgs, call: Call) -> Reply:
+@tool('List sessions', read_only=True, open_world=False)
+async def browser_list_sessions(registry: SessionRegistry, args: NoArgs, call: Call) -> Reply[SessionList]:
+	"""List your open browser sessions: id, whether it is the default one, current URL, tab count, creation and
+	last-activity times, idle seconds and seconds until it expires."""
 	now = time.time()
 	states = sorted(registry.sessions(call.principal), key=lambda s: s.created_at)
 	out = SessionList(sessions=[describe(s, now) for s in states]).dump()
@@ -134,13 +119,10 @@ class CloseSessionArgs(Args):
 	session_id: str = Field(description='The session to close (see browser_list_sessions).')
 
 
-@admin_tool(
-	'browser_close_session',
-	'Close one browser session: its browser is ended, its temporary profile deleted, and a call still running '
-	'in it is cancelled. The id becomes free for reuse.',
-	CloseSessionArgs,
-)
-async def close_session(registry, args: CloseSessionArgs, call: Call) -> str:
+@tool('Close a session', destructive=True, idempotent=True, open_world=False)
+async def browser_close_session(registry: SessionRegistry, args: CloseSessionArgs, call: Call) -> str:
+	"""Close one browser session: its browser is ended, its temporary profile deleted, and a call still running
+	in it is cancelled. The id becomes free for reuse."""
 	if await registry.close(call.principal, args.session_id):
 		return f'Successfully closed session {args.session_id}'
 	registry.raise_if_lost(call.principal, args.session_id)
@@ -151,13 +133,9 @@ class ClosedCount(Output):
 	closed: int = Field(description='How many sessions were closed.')
 
 
-@admin_tool(
-	'browser_close_all',
-	'Close all of your browser sessions (the default one included) and free their resources.',
-	NoArgs,
-	output=ClosedCount,
-)
-async def close_all(registry, args: NoArgs, call: Call) -> Reply:
+@tool('Close all sessions', destructive=True, idempotent=True, open_world=False)
+async def browser_close_all(registry: SessionRegistry, args: NoArgs, call: Call) -> Reply[ClosedCount]:
+	"""Close all of your browser sessions (the default one included) and free their resources."""
 	out = ClosedCount(closed=await registry.close_all(call.principal)).dump()
 	text = f'Closed {out["closed"]} sessions' if out['closed'] else 'No active sessions to close'
 	return Reply(text, structured=out)
@@ -167,16 +145,10 @@ class CloseBrowserArgs(Args):
 	session_id: str | None = Field(None, description='The session whose browser to close; omit for the default session.')
 
 
-@admin_tool(
-	'browser_close',
-	'Close the browser of the calling session (the default one, or session_id), like browser_close_session.',
-	CloseBrowserArgs,
-)
-async def close_browser(registry, args: CloseBrowserArgs, call: Call) -> str:
+@tool('Close the browser', destructive=True, idempotent=True, open_world=False)
+async def browser_close(registry: SessionRegistry, args: CloseBrowserArgs, call: Call) -> str:
+	"""Close the browser of the calling session (the default one, or session_id), like browser_close_session."""
 	sid = registry.normalize_id(args.session_id)
 	if await registry.close(call.principal, sid, 'closed by browser_close'):
 		return 'Browser closed'
 	return 'No browser session to close'
-
-
-TOOLS = [create_session, list_sessions, close_session, close_all, close_browser]

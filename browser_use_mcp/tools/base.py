@@ -1,5 +1,19 @@
-"""What a tool is: a name, a description, an input model, an optional output model and one
-async function.
+"""What a tool is: one async function, whose signature and docstring say the rest.
+
+    @tool('List tabs', read_only=True, open_world=False)
+    async def browser_list_tabs(state: SessionState, args: NoArgs, call: Call) -> Reply[TabList]:
+        '''List the open tabs of the session's browser, ...'''
+
+- its **name** is the function's name, its **description** the docstring (white space folded);
+- its **scope** is the type of the first parameter: ``SessionState``, a session tool (the catalogue
+  adds ``session_id`` to its schema, resolves it, takes the session's lock and prepares the
+  session before calling it); ``SessionRegistry``, an admin tool that manages sessions;
+- its **input model** is the type of the second parameter, an ``Args``;
+- its **output model**, if it returns structured content, is the ``X`` of ``-> Reply[X]`` (an
+  ``Output``); ``-> str`` and ``-> Reply`` declare none;
+- the decorator's arguments are its MCP annotations: a title and how it treats its environment.
+
+Tools are collected from the family modules (``browser_use_mcp.tools``): defining one is all it takes.
 
 The JSON schema a client sees is generated from the pydantic input model and then shaped
 like upstream's hand-written one (no titles, ``X | None`` shown as plain ``X``), so clients
@@ -13,18 +27,17 @@ model and derives both the text and the structured content from it, so they cann
 
 from __future__ import annotations
 
+import inspect
 import json
+import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, WithJsonSchema
 
 from browser_use_mcp.errors import InvalidArgument
-
-if TYPE_CHECKING:
-	from browser_use_mcp.sessions import SessionRegistry, SessionState
-
+from browser_use_mcp.sessions import SessionRegistry, SessionState
 
 RETENTION_PLACEHOLDER = '{retention}'
 
@@ -51,6 +64,8 @@ class Output(BaseModel):
 # and change the text a client already parses); advertised as plain "number".
 Number = Annotated[int | float, WithJsonSchema({'type': 'number'})]
 
+OutputT = TypeVar('OutputT', bound=Output)
+
 
 @dataclass
 class Image:
@@ -59,8 +74,10 @@ class Image:
 
 
 @dataclass
-class Reply:
-	"""A tool's successful answer: text first (what upstream clients parse), then images."""
+class Reply(Generic[OutputT]):
+	"""A tool's successful answer: text first (what upstream clients parse), then images.
+
+	``Reply[X]`` as a handler's return type declares ``X`` as its structured content."""
 
 	text: str
 	images: list[Image] = field(default_factory=list)
@@ -84,19 +101,38 @@ class Call:
 			await self.progress(progress, total, message)
 
 
-SessionHandler = Callable[['SessionState', Any, Call], Awaitable['Reply | str']]
-AdminHandler = Callable[['SessionRegistry', Any, Call], Awaitable['Reply | str']]
+Scope = Literal['session', 'admin']
+SCOPES: dict[type, Scope] = {SessionState: 'session', SessionRegistry: 'admin'}
+Handler = Callable[[Any, Any, Call], Awaitable['Reply[Any] | str']]
+
+
+@dataclass(frozen=True)
+class Hints:
+	"""What a client may assume about a tool, advertised as its MCP annotations (hints, not
+	guarantees). Its environment is the session's browser (for admin tools, the caller's
+	sessions); the open world is whatever lies beyond the server: web sites and LLM providers.
+
+	- ``read_only``: changes nothing (a read-only tool is also not destructive, and idempotent);
+	- ``destructive``: may undo or overwrite what is there (close, click, type) rather than only add;
+	- ``idempotent``: the same call again changes nothing more;
+	- ``open_world``: may reach beyond the server (load or act on a site, call an LLM).
+	"""
+
+	title: str
+	read_only: bool
+	destructive: bool
+	idempotent: bool
+	open_world: bool
 
 
 @dataclass(frozen=True)
 class Tool:
 	name: str
 	description: str
+	hints: Hints
+	scope: Scope
 	args: type[Args]
-	handler: SessionHandler | AdminHandler
-	scope: Literal['session', 'admin'] = 'session'
-	read_only: bool = False
-	creates_session: bool = True  # False: acts only on an existing session (browser_close)
+	handler: Handler
 	output: type[Output] | None = None  # the structured content of a successful result, if any
 
 	def input_schema(self) -> dict[str, Any]:
@@ -112,28 +148,63 @@ class Tool:
 			raise InvalidArgument(describe_validation_error(self, exc)) from None
 
 
-def session_tool(
-	name: str,
-	description: str,
-	args: type[Args] = NoArgs,
+def tool(
+	title: str,
 	*,
+	open_world: bool,
 	read_only: bool = False,
-	creates_session: bool = True,
-	output: type[Output] | None = None,
-):
-	def register(fn: SessionHandler) -> Tool:
-		return Tool(name, description, args, fn, 'session', read_only, creates_session, output)
+	destructive: bool | None = None,
+	idempotent: bool | None = None,
+) -> Callable[[Handler], Tool]:
+	"""Make the decorated handler a tool (see the module docstring). A tool that is not read-only
+	must say whether it is destructive and idempotent: no hint is left to a default."""
+	if read_only:
+		if destructive or idempotent is False:
+			raise TypeError(f'{title}: a read-only tool is neither destructive nor non-idempotent')
+		destructive, idempotent = False, True
+	elif destructive is None or idempotent is None:
+		raise TypeError(f'{title}: a tool that changes things must say whether it is destructive and idempotent')
+	hints = Hints(title, read_only, destructive, idempotent, open_world)
+	# the namespace the handler is defined in: a handler defined inside a function may name
+	# types imported there (pydantic resolves annotations the same way)
+	caller = inspect.currentframe()
+	namespace = dict(caller.f_back.f_locals) if caller is not None and caller.f_back is not None else {}
+	del caller  # a frame kept alive keeps every local of the caller alive
+
+	def register(fn: Handler) -> Tool:
+		return _from_handler(fn, hints, namespace)
 
 	return register
 
 
-def admin_tool(
-	name: str, description: str, args: type[Args] = NoArgs, *, read_only: bool = False, output: type[Output] | None = None
-):
-	def register(fn: AdminHandler) -> Tool:
-		return Tool(name, description, args, fn, 'admin', read_only, output=output)
-
-	return register
+def _from_handler(fn: Handler, hints: Hints, namespace: dict[str, Any]) -> Tool:
+	name = getattr(fn, '__name__', repr(fn))
+	where = f'tool {name} ({getattr(fn, "__module__", "?")})'
+	if not inspect.iscoroutinefunction(fn):
+		raise TypeError(f'{where}: a handler is an async function')
+	if not (fn.__doc__ or '').strip():
+		raise TypeError(f'{where}: its docstring is the description clients read; write one')
+	types = typing.get_type_hints(fn, globalns=getattr(fn, '__globals__', {}), localns=namespace)
+	params = list(inspect.signature(fn).parameters)
+	if len(params) != 3:
+		raise TypeError(f'{where}: a handler takes (state: SessionState | registry: SessionRegistry, args: <Args>, call: Call)')
+	first, second, third = (types.get(p) for p in params)
+	scope = SCOPES.get(first) if isinstance(first, type) else None
+	if scope is None:
+		raise TypeError(f'{where}: annotate its first parameter SessionState (a session tool) or SessionRegistry (admin)')
+	if not (isinstance(second, type) and issubclass(second, Args)):
+		raise TypeError(f'{where}: annotate its second parameter with its input model, a subclass of Args')
+	if third is not Call:
+		raise TypeError(f'{where}: annotate its third parameter Call')
+	returns = types.get('return')
+	output = None
+	if typing.get_origin(returns) is Reply:
+		(output,) = typing.get_args(returns)
+		if not (isinstance(output, type) and issubclass(output, Output)):
+			raise TypeError(f'{where}: in -> Reply[X], X is its output model, a subclass of Output')
+	elif returns not in (str, Reply):
+		raise TypeError(f'{where}: return str, Reply, or Reply[X] for structured content X')
+	return Tool(name, ' '.join(fn.__doc__.split()), hints, scope, second, fn, output)
 
 
 def _clean(node: Any) -> Any:

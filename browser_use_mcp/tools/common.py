@@ -1,9 +1,9 @@
-"""Small helpers the tool families share: dispatching browser-use events and finding things."""
+"""Small helpers the tool handlers share: dispatching browser-use events and finding things."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, TabNotFound
@@ -11,6 +11,8 @@ from browser_use_mcp.patches import internals
 
 if TYPE_CHECKING:
 	from browser_use_mcp.sessions import SessionState
+
+logger = logging.getLogger('browser_use_mcp.tools')
 
 
 def _first_line(exc: BaseException) -> str:
@@ -95,8 +97,10 @@ async def evaluate(state: SessionState, expression: str, *, await_promise: bool 
 	try:
 		result = await asyncio.wait_for(cdp.cdp_client.send.Runtime.evaluate(params=params, session_id=cdp.session_id), timeout)
 	except TimeoutError:
-		with contextlib.suppress(Exception):
+		try:
 			await cdp.cdp_client.send.Runtime.terminateExecution(session_id=cdp.session_id)
+		except Exception as exc:  # the script may still be running: the next call in this tab would wait on it
+			logger.warning('could not stop an expression that ran past %.0f s: %s', timeout, _first_line(exc))
 		raise BrowserActionFailed(
 			f'The expression did not finish within {timeout:.0f} s and was stopped. Avoid long-running loops or '
 			'unresolved promises.'
@@ -112,13 +116,20 @@ async def evaluate(state: SessionState, expression: str, *, await_promise: bool 
 	return value.get('value')
 
 
-async def tab_titles(state: SessionState) -> dict[str, str]:
-	"""Real document titles by target id (browser-use's cache often holds the host instead)."""
-	try:
-		targets = await state.browser_session.cdp_client.send.Target.getTargets()
-	except Exception:
-		return {}
+async def page_titles(state: SessionState) -> dict[str, str]:
+	"""The browser's open pages, as document title by target id; raises when the browser cannot be asked."""
+	targets = await state.browser_session.cdp_client.send.Target.getTargets()
 	return {t['targetId']: t.get('title', '') for t in targets.get('targetInfos', []) if t.get('type') == 'page'}
+
+
+async def tab_titles(state: SessionState) -> dict[str, str]:
+	"""Real document titles by target id (browser-use's cache often holds the host instead); empty,
+	with a warning in the log, when the browser cannot be asked: callers then use browser-use's."""
+	try:
+		return await page_titles(state)
+	except Exception as exc:
+		logger.warning("could not read the tabs' titles from the browser (%s); using browser-use's", _first_line(exc))
+		return {}
 
 
 async def list_tabs(state: SessionState) -> list[dict[str, str]]:
@@ -161,7 +172,8 @@ async def viewport_size(state: SessionState) -> tuple[int, int]:
 	try:
 		cdp = await cdp_page(state)
 		metrics = await cdp.cdp_client.send.Page.getLayoutMetrics(session_id=cdp.session_id)
-	except Exception:
+	except Exception as exc:  # e.g. the page is between documents; callers do without
+		logger.info('could not read the viewport size: %s', _first_line(exc))
 		return 0, 0
 	viewport = metrics.get('cssLayoutViewport') or {}
 	return int(viewport.get('clientWidth') or 0), int(viewport.get('clientHeight') or 0)
@@ -171,31 +183,7 @@ async def current_title(state: SessionState) -> str | None:
 	"""The focused page's document.title, read from the page itself (target info can lag)."""
 	try:
 		title = await evaluate(state, 'document.title', timeout=5)
-	except Exception:
+	except Exception as exc:  # e.g. the page is between documents; callers use the target's title
+		logger.info('could not read the page title: %s', _first_line(exc))
 		return None
 	return title if isinstance(title, str) else None
-
-
-async def ensure_focus(state: SessionState) -> None:
-	"""Make sure the session has a live focused tab before a tool acts.
-
-	When the focused tab goes away (closed by a tool, by the page itself, or crashed),
-	browser-use re-focuses asynchronously, and until it does, navigation is silently skipped
-	and scrolling fails. Give its recovery a moment, then focus the newest open tab (or a
-	new blank one) ourselves.
-	"""
-	bs = state.browser_session
-	live = await tab_titles(state)
-	if bs.agent_focus_target_id and (not live or bs.agent_focus_target_id in live):
-		return
-	for _ in range(10):
-		await asyncio.sleep(0.05)
-		live = await tab_titles(state)
-		if bs.agent_focus_target_id and bs.agent_focus_target_id in live:
-			return
-	if live:
-		target = list(live)[-1]
-	else:
-		created = await bs.cdp_client.send.Target.createTarget(params={'url': 'about:blank'})
-		target = created['targetId']
-	await bs.get_or_create_cdp_session(target_id=target, focus=True)

@@ -10,7 +10,8 @@ from pydantic import Field, JsonValue
 
 from browser_use_mcp.errors import BrowserActionFailed
 from browser_use_mcp.llm import make_llm
-from browser_use_mcp.tools.base import Args, Call, Image, Output, Reply, as_json, session_tool
+from browser_use_mcp.sessions import SessionState
+from browser_use_mcp.tools.base import Args, Call, Image, Output, Reply, as_json, tool
 from browser_use_mcp.tools.common import current_title, evaluate, tab_titles, viewport_size
 
 
@@ -26,15 +27,11 @@ def _element_info(index: int, node: Any) -> dict[str, Any]:
 	return info
 
 
-@session_tool(
-	'browser_get_state',
-	"Describe the session's current page: URL, title, open tabs, viewport and scroll position, and the "
-	'interactive elements with the indices that browser_click and browser_type take. Call it again after '
-	'the page changes: indices refer to the latest state only.',
-	GetStateArgs,
-	read_only=True,
-)
-async def get_state(state, args: GetStateArgs, call: Call) -> Reply:
+@tool('Read the page state', read_only=True, open_world=False)
+async def browser_get_state(state: SessionState, args: GetStateArgs, call: Call) -> Reply:
+	"""Describe the session's current page: URL, title, open tabs, viewport and scroll position, and the
+	interactive elements with the indices that browser_click and browser_type take. Call it again after
+	the page changes: indices refer to the latest state only."""
 	bs = state.browser_session
 	summary = await bs.get_browser_state_summary(include_screenshot=args.include_screenshot)
 	if summary.state_error:
@@ -73,13 +70,9 @@ class GetHtmlArgs(Args):
 	)
 
 
-@session_tool(
-	'browser_get_html',
-	"Return the raw HTML of the session's current page, or the outer HTML of the first element matching a CSS selector.",
-	GetHtmlArgs,
-	read_only=True,
-)
-async def get_html(state, args: GetHtmlArgs, call: Call) -> str:
+@tool('Read the HTML', read_only=True, open_world=False)
+async def browser_get_html(state: SessionState, args: GetHtmlArgs, call: Call) -> str:
+	"""Return the raw HTML of the session's current page, or the outer HTML of the first element matching a CSS selector."""
 	if args.selector is None:
 		html = await evaluate(state, 'document.documentElement ? document.documentElement.outerHTML : ""')
 		return html or ''
@@ -100,13 +93,9 @@ class ScreenshotArgs(Args):
 	full_page: bool = Field(False, description='Capture the whole scrollable page instead of just the viewport.')
 
 
-@session_tool(
-	'browser_screenshot',
-	"Take a PNG screenshot of the session's current page. Returns JSON with its size and the viewport, then the image.",
-	ScreenshotArgs,
-	read_only=True,
-)
-async def screenshot(state, args: ScreenshotArgs, call: Call) -> Reply:
+@tool('Take a screenshot', read_only=True, open_world=False)
+async def browser_screenshot(state: SessionState, args: ScreenshotArgs, call: Call) -> Reply:
+	"""Take a PNG screenshot of the session's current page. Returns JSON with its size and the viewport, then the image."""
 	data = await state.browser_session.take_screenshot(full_page=args.full_page)
 	meta: dict[str, Any] = {'size_bytes': len(data)}
 	width, height = await viewport_size(state)
@@ -120,13 +109,12 @@ class ExtractArgs(Args):
 	extract_links: bool = Field(False, description="Include the page's links in what the model reads.")
 
 
-@session_tool(
-	'browser_extract_content',
-	"Have the configured LLM read the session's current page and answer a query about it (structured "
-	"extraction). Needs an LLM key in the server's environment; see docs/configuration.md.",
-	ExtractArgs,
-)
-async def extract_content(state, args: ExtractArgs, call: Call) -> str:
+# not read-only: browser-use's extract action may save a long answer to the session's files;
+# open world: the page goes to the LLM provider
+@tool('Extract with the LLM', destructive=False, idempotent=False, open_world=True)
+async def browser_extract_content(state: SessionState, args: ExtractArgs, call: Call) -> str:
+	"""Have the configured LLM read the session's current page and answer a query about it (structured
+	extraction). Needs an LLM key in the server's environment; see docs/configuration.md."""
 	from browser_use import ActionModel
 	from pydantic import create_model
 
@@ -159,16 +147,10 @@ class Evaluated(Output):
 	result: JsonValue = Field(description="The expression's value: any JSON value; null for undefined or null.")
 
 
-@session_tool(
-	'browser_evaluate',
-	"Run a JavaScript expression in the session's current page and return its value as JSON (DOM nodes and "
-	'functions are not serializable: return their properties instead).',
-	EvaluateArgs,
-	output=Evaluated,
-)
-async def evaluate_js(state, args: EvaluateArgs, call: Call) -> Reply:
+# the page's script can do anything the page can: change or delete, and talk to any site
+@tool('Run JavaScript', destructive=True, idempotent=False, open_world=True)
+async def browser_evaluate(state: SessionState, args: EvaluateArgs, call: Call) -> Reply[Evaluated]:
+	"""Run a JavaScript expression in the session's current page and return its value as JSON (DOM nodes and
+	functions are not serializable: return their properties instead)."""
 	out = Evaluated(result=await evaluate(state, args.expression, await_promise=True)).dump()
 	return Reply(json.dumps(out['result'], ensure_ascii=False), structured=out)
-
-
-TOOLS = [get_state, get_html, screenshot, extract_content, evaluate_js]

@@ -7,7 +7,8 @@ from urllib.parse import urljoin
 from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
-from browser_use_mcp.tools.base import Args, Call, session_tool
+from browser_use_mcp.sessions import SessionState
+from browser_use_mcp.tools.base import Args, Call, tool
 from browser_use_mcp.tools.common import current_url, dispatch, element, open_url, viewport_size
 
 
@@ -31,13 +32,10 @@ def _check_click(result: object) -> None:
 		raise BrowserActionFailed(f'Click refused: {result["validation_error"]}')
 
 
-@session_tool(
-	'browser_click',
-	"Click an element of the session's current page, either by its index from browser_get_state or at "
-	'viewport coordinates (coordinate_x with coordinate_y) for pixel-precise clicks.',
-	ClickArgs,
-)
-async def click(state, args: ClickArgs, call: Call) -> str:
+@tool('Click', destructive=True, idempotent=False, open_world=True)
+async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str:
+	"""Click an element of the session's current page, either by its index from browser_get_state or at
+	viewport coordinates (coordinate_x with coordinate_y) for pixel-precise clicks."""
 	from browser_use.browser.events import ClickCoordinateEvent, ClickElementEvent
 
 	has_x, has_y = args.coordinate_x is not None, args.coordinate_y is not None
@@ -86,13 +84,11 @@ def _sensitive_kind(text: str) -> str | None:
 	return None
 
 
-@session_tool(
-	'browser_type',
-	"Type text into an input element of the session's current page (by index from browser_get_state). "
-	'Existing text is replaced; pass text="" to clear the field.',
-	TypeArgs,
-)
-async def type_text(state, args: TypeArgs, call: Call) -> str:
+# destructive: the field's text is replaced; idempotent: the same text again leaves the same field
+@tool('Type text', destructive=True, idempotent=True, open_world=True)
+async def browser_type(state: SessionState, args: TypeArgs, call: Call) -> str:
+	"""Type text into an input element of the session's current page (by index from browser_get_state).
+	Existing text is replaced; pass text="" to clear the field."""
 	from browser_use.browser.events import TypeTextEvent
 
 	node = await element(state, args.index)
@@ -113,17 +109,11 @@ class SendKeysArgs(Args):
 	)
 
 
-@session_tool(
-	'browser_send_keys',
-	"Press a key or keyboard shortcut in the session's current page, sent to the focused element "
-	'(e.g. "Enter" to submit, "Escape" to close a dialog, "Control+a" to select all).',
-	SendKeysArgs,
-)
-async def send_keys(state, args: SendKeysArgs, call: Call) -> str:
+@tool('Press keys', destructive=True, idempotent=False, open_world=True)
+async def browser_send_keys(state: SessionState, args: SendKeysArgs, call: Call) -> str:
+	"""Press a key or keyboard shortcut in the session's current page, sent to the focused element
+	(e.g. "Enter" to submit, "Escape" to close a dialog, "Control+a" to select all)."""
 	from browser_use.browser.events import SendKeysEvent
 
 	await dispatch(state, SendKeysEvent(keys=args.keys), f'Sending keys {args.keys!r}')
 	return f'Sent keys: {args.keys}'
-
-
-TOOLS = [click, type_text, send_keys]

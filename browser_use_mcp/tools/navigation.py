@@ -8,7 +8,8 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
-from browser_use_mcp.tools.base import Args, Call, NoArgs, session_tool
+from browser_use_mcp.sessions import SessionState
+from browser_use_mcp.tools.base import Args, Call, NoArgs, tool
 from browser_use_mcp.tools.common import dispatch, open_url
 
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
@@ -28,13 +29,10 @@ class NavigateArgs(Args):
 	new_tab: bool = Field(False, description='Open the URL in a new tab instead of the current one.')
 
 
-@session_tool(
-	'browser_navigate',
-	"Open a URL in the session's browser (current tab, or a new tab with new_tab=true). "
-	'Returns "Navigated to: <url>" once the page has loaded.',
-	NavigateArgs,
-)
-async def navigate(state, args: NavigateArgs, call: Call) -> str:
+@tool('Open a URL', destructive=False, idempotent=False, open_world=True)
+async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) -> str:
+	"""Open a URL in the session's browser (current tab, or a new tab with new_tab=true).
+	Returns "Navigated to: <url>" once the page has loaded."""
 	check_url(args.url)
 	try:
 		await open_url(state, args.url, args.new_tab, f'Navigation to {args.url}')
@@ -43,8 +41,9 @@ async def navigate(state, args: NavigateArgs, call: Call) -> str:
 	return f'Opened new tab with URL: {args.url}' if args.new_tab else f'Navigated to: {args.url}'
 
 
-@session_tool('browser_go_back', "Go back one entry in the current tab's history.", NoArgs)
-async def go_back(state, args: NoArgs, call: Call) -> str:
+@tool('Go back', destructive=False, idempotent=False, open_world=True)
+async def browser_go_back(state: SessionState, args: NoArgs, call: Call) -> str:
+	"""Go back one entry in the current tab's history."""
 	from browser_use.browser.events import GoBackEvent
 
 	await dispatch(state, GoBackEvent(), 'Going back')
@@ -55,12 +54,10 @@ class ScrollArgs(Args):
 	direction: Literal['up', 'down'] = Field('down', description='Which way to scroll.')
 
 
-@session_tool('browser_scroll', 'Scroll the current page by about one screen (500 px) up or down.', ScrollArgs)
-async def scroll(state, args: ScrollArgs, call: Call) -> str:
+@tool('Scroll the page', destructive=False, idempotent=False, open_world=False)
+async def browser_scroll(state: SessionState, args: ScrollArgs, call: Call) -> str:
+	"""Scroll the current page by about one screen (500 px) up or down."""
 	from browser_use.browser.events import ScrollEvent
 
 	await dispatch(state, ScrollEvent(direction=args.direction, amount=500), 'Scrolling')
 	return f'Scrolled {args.direction}'
-
-
-TOOLS = [navigate, go_back, scroll]

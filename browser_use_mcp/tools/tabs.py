@@ -6,7 +6,8 @@ import asyncio
 
 from pydantic import Field
 
-from browser_use_mcp.tools.base import Args, Call, NoArgs, Output, Reply, as_json, session_tool
+from browser_use_mcp.sessions import SessionState
+from browser_use_mcp.tools.base import Args, Call, NoArgs, Output, Reply, as_json, tool
 from browser_use_mcp.tools.common import current_url, dispatch, list_tabs, public_tabs, resolve_tab, tab_titles
 
 
@@ -20,14 +21,9 @@ class TabList(Output):
 	tabs: list[TabInfo]
 
 
-@session_tool(
-	'browser_list_tabs',
-	"List the open tabs of the session's browser, each with its 4-character tab_id, URL and title.",
-	NoArgs,
-	read_only=True,
-	output=TabList,
-)
-async def list_tabs_tool(state, args: NoArgs, call: Call) -> Reply:
+@tool('List tabs', read_only=True, open_world=False)
+async def browser_list_tabs(state: SessionState, args: NoArgs, call: Call) -> Reply[TabList]:
+	"""List the open tabs of the session's browser, each with its 4-character tab_id, URL and title."""
 	out = TabList.model_validate({'tabs': public_tabs(await list_tabs(state))}).dump()
 	return Reply(as_json(out['tabs']), structured=out)
 
@@ -36,8 +32,9 @@ class TabArgs(Args):
 	tab_id: str = Field(min_length=1, max_length=64, description='The 4-character tab_id from browser_list_tabs.')
 
 
-@session_tool('browser_switch_tab', "Make another tab of the session's browser the current one.", TabArgs)
-async def switch_tab(state, args: TabArgs, call: Call) -> str:
+@tool('Switch tab', destructive=False, idempotent=True, open_world=False)
+async def browser_switch_tab(state: SessionState, args: TabArgs, call: Call) -> str:
+	"""Make another tab of the session's browser the current one."""
 	from browser_use.browser.events import SwitchTabEvent
 
 	target = await resolve_tab(state, args.tab_id)
@@ -45,8 +42,9 @@ async def switch_tab(state, args: TabArgs, call: Call) -> str:
 	return f'Switched to tab {args.tab_id}: {await current_url(state)}'
 
 
-@session_tool('browser_close_tab', "Close a tab of the session's browser.", TabArgs)
-async def close_tab(state, args: TabArgs, call: Call) -> str:
+@tool('Close tab', destructive=True, idempotent=True, open_world=False)
+async def browser_close_tab(state: SessionState, args: TabArgs, call: Call) -> str:
+	"""Close a tab of the session's browser."""
 	from browser_use.browser.events import CloseTabEvent
 
 	target = await resolve_tab(state, args.tab_id)
@@ -56,6 +54,3 @@ async def close_tab(state, args: TabArgs, call: Call) -> str:
 			break
 		await asyncio.sleep(0.05)
 	return f'Closed tab # {args.tab_id}, now on {await current_url(state)}'
-
-
-TOOLS = [list_tabs_tool, switch_tab, close_tab]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -136,35 +139,165 @@ async def test_any_session_id_is_answered_without_harm(mcp: Mcp, site: str, sess
 
 
 JSON = st.recursive(
-	st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
+	st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=50),
 	lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
 	max_leaves=8,
 )
-SHAPED_TOOLS = {
-	'browser_click': ['index', 'coordinate_x', 'coordinate_y', 'new_tab'],
-	'browser_type': ['index', 'text'],
-	'browser_scroll': ['direction'],
-	'browser_get_html': ['selector'],
-	'browser_switch_tab': ['tab_id'],
-	'browser_close_tab': ['tab_id'],
-	'browser_send_keys': ['keys'],
-	'browser_get_state': ['include_screenshot'],
+
+# What each argument accepts, spelled out from the documented schemas (docs/tools.md), not read
+# from the server's models: (required, accepts). Types are strict: 1.0 is not an integer, true
+# is not 1, null only where the schema allows it.
+Accepts = Callable[[Any], bool]
+
+
+def _optional(accepts: Accepts) -> Accepts:
+	return lambda v: v is None or accepts(v)
+
+
+def _index(v: Any) -> bool:
+	return type(v) is int and v >= 0
+
+
+def _boolean(v: Any) -> bool:
+	return type(v) is bool
+
+
+def _text(shortest: int = 0, longest: int | None = None) -> Accepts:
+	return lambda v: type(v) is str and shortest <= len(v) and (longest is None or len(v) <= longest)
+
+
+SHAPES: dict[str, dict[str, tuple[bool, Accepts]]] = {
+	'browser_click': {
+		'index': (False, _optional(_index)),
+		'coordinate_x': (False, _optional(_index)),
+		'coordinate_y': (False, _optional(_index)),
+		'new_tab': (False, _boolean),
+	},
+	'browser_type': {'index': (True, _index), 'text': (True, _text())},
+	'browser_scroll': {'direction': (False, lambda v: type(v) is str and v in ('up', 'down'))},
+	'browser_get_html': {'selector': (False, _optional(_text(1)))},
+	'browser_switch_tab': {'tab_id': (True, _text(1, 64))},
+	'browser_close_tab': {'tab_id': (True, _text(1, 64))},
+	'browser_send_keys': {'keys': (True, _text(1, 200))},
+	'browser_get_state': {'include_screenshot': (False, _boolean)},
 }
+
+
+# Values that are valid, or nearly, for each argument, drawn three times as often as arbitrary
+# JSON, so that the valid paths are exercised as much as the refusals.
+NEAR: dict[str, st.SearchStrategy[Any]] = {
+	'index': st.integers(-2, 40),
+	'coordinate_x': st.integers(-5, 1500),
+	'coordinate_y': st.integers(-5, 1000),
+	'new_tab': st.booleans(),
+	'include_screenshot': st.booleans(),
+	'text': st.text(max_size=20),
+	'direction': st.sampled_from(['up', 'down', 'Up', 'left', '']),
+	'selector': st.sampled_from(['a', 'h1', 'body > *', '#nope', '##bad[[', '', 'a[href="/"]']),
+	'tab_id': st.text(alphabet='0123456789ABCDEFabcdef', max_size=6) | st.text(max_size=70),
+	'keys': st.sampled_from(['Enter', 'Escape', 'Tab', 'ArrowDown', 'Control+a', 'Shift+Tab', 'a', '+', 'x' * 201])
+	| st.text(max_size=12),
+	'extra': JSON,
+	'session_id': st.sampled_from([CANARY, CANARY, None]),  # null: the default session
+}
+
+
+def _either(result: Any, ok: bool, errors: tuple[str, ...]) -> None:
+	"""A success that says exactly what was done, or one of the errors this input may get."""
+	if result.is_error:
+		assert any(e in result.text for e in errors), f'unexpected error: {result.text[:300]}'
+	else:
+		assert ok, f'unexpected success: {result.text[:300]}'
+
+
+def _click(a: dict[str, Any], r: Any) -> None:
+	x, y, index = a.get('coordinate_x'), a.get('coordinate_y'), a.get('index')
+	if (x is None) != (y is None):
+		_either(r, False, ('coordinate_x and coordinate_y must be given together',))
+	elif x is not None:  # coordinates win over an index
+		_either(r, r.text == f'Clicked at coordinates ({x}, {y})', ('are outside the', 'Click failed', 'Click refused'))
+	elif index is None:
+		_either(r, False, ('Provide either index',))
+	else:
+		errors = (f'Element with index {index} not found', f'Click on element {index} failed', 'Click refused')
+		_either(r, r.text.startswith(f'Clicked element {index}'), errors)
+
+
+def _type(a: dict[str, Any], r: Any) -> None:
+	i = a['index']
+	typed = r.text.startswith('Typed ') and r.text.endswith(f' into element {i}')
+	_either(r, typed, (f'Element with index {i} not found', f'Typing into element {i} failed'))
+
+
+def _get_html(a: dict[str, Any], r: Any) -> None:
+	selector = a.get('selector')
+	if selector is None:
+		_either(r, r.text.startswith('<html'), ())
+	else:
+		found = r.text.startswith('<') or r.text == f'No element found for selector: {selector}'
+		_either(r, found, ('Invalid CSS selector',))
+
+
+def _tab(verb: str, done: str) -> Callable[[dict[str, Any], Any], None]:
+	def check(a: dict[str, Any], r: Any) -> None:
+		t = a['tab_id']
+		_either(r, r.text.startswith(done.format(t)), ('No tab with id', 'is ambiguous', f'{verb} tab {t} failed'))
+
+	return check
+
+
+def _get_state(a: dict[str, Any], r: Any) -> None:
+	_either(r, 'url' in json.loads(r.text) and (a.get('include_screenshot') or not r.images), ())
+
+
+OUTCOMES: dict[str, Callable[[dict[str, Any], Any], None]] = {
+	'browser_click': _click,
+	'browser_type': _type,
+	'browser_scroll': lambda a, r: _either(r, r.text == f'Scrolled {a.get("direction", "down")}', ()),
+	'browser_get_html': _get_html,
+	'browser_switch_tab': _tab('Switching to', 'Switched to tab {}: '),
+	'browser_close_tab': _tab('Closing', 'Closed tab # {}, now on '),
+	'browser_send_keys': lambda a, r: _either(r, r.text == f'Sent keys: {a["keys"]}', (f'Sending keys {a["keys"]!r} failed',)),
+	'browser_get_state': _get_state,
+}
+
+
+def check_answer(tool: str, arguments: dict[str, Any], result: Any) -> None:
+	"""What ``tool`` must answer to ``arguments``: a validation error naming every bad argument; an
+	error about a session_id that is not a string; or what the tool does with valid input."""
+	assert result.text, 'every call gets an answer'
+	assert 'failed unexpectedly' not in result.text, f'a crash: {result.text[:300]}'
+	given = {k: v for k, v in arguments.items() if k not in ('session_id', 'extra')}
+	bad = [
+		name
+		for name, (required, accepts) in SHAPES[tool].items()
+		if (name in given and not accepts(given[name])) or (required and name not in given)
+	]
+	if bad:
+		assert result.is_error and result.text.startswith(f'Invalid arguments for {tool}: '), result.text[:300]
+		for name in bad:
+			assert name in result.text, f'{name} not named in {result.text[:300]}'
+		return
+	session_id = arguments.get('session_id')
+	if session_id is not None and not isinstance(session_id, str):
+		assert result.is_error and 'session_id must be a string' in result.text, result.text[:300]
+		return
+	OUTCOMES[tool](given, result)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-async def test_any_argument_shape_is_answered_without_harm(mcp: Mcp, site: str, data: st.DataObject) -> None:
-	tool = data.draw(st.sampled_from(sorted(SHAPED_TOOLS)))
-	keys = st.sampled_from([*SHAPED_TOOLS[tool], 'extra', 'session_id'])
-	arguments = data.draw(st.dictionaries(keys, JSON, max_size=4))
-	if 'session_id' in arguments and arguments['session_id'] != CANARY:
-		arguments['session_id'] = CANARY if isinstance(arguments['session_id'], str) else arguments['session_id']
-	arguments.setdefault('session_id', CANARY)
+async def test_any_argument_shape_gets_its_answer_and_no_harm(mcp: Mcp, site: str, data: st.DataObject) -> None:
+	tool = data.draw(st.sampled_from(sorted(SHAPES)))
+	names = data.draw(st.lists(st.sampled_from([*SHAPES[tool], 'extra', 'session_id']), max_size=4, unique=True))
+	arguments = {name: data.draw(st.one_of(NEAR[name], NEAR[name], NEAR[name], JSON), label=name) for name in names}
+	if isinstance(arguments.get('session_id'), str):
+		arguments['session_id'] = CANARY  # any string id would just open another session
+	arguments.setdefault('session_id', CANARY)  # null stays null: the default session
 	result = await mcp.call(tool, **arguments)
-	assert result.text, 'every call gets an answer'
-	if not result.is_error:
-		assert tool in ('browser_get_state', 'browser_scroll', 'browser_get_html', 'browser_click', 'browser_send_keys', 'browser_type')
+	check_answer(tool, arguments, result)
 	assert psutil.pid_exists(mcp.pid)
+	sessions = {s['session_id'] for s in (await mcp.ok('browser_list_sessions')).json()}
+	assert CANARY in sessions, 'the session survived'
 	if data.draw(st.integers(0, 9)) == 0:
 		await assert_still_healthy(mcp, site)

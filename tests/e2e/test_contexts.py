@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from browser_use_mcp.browser import OWNER_SWITCH, find_chromium
+from browser_use_mcp.browser import OWNER_SWITCH, find_chromium, session_digest
 from tests.support import BLACKHOLE_PROXY, Mcp, RawServer, owned_processes, server_env, wait_until
 
 
@@ -90,12 +90,12 @@ async def test_sessions_in_one_shared_browser_share_nothing(raw: list[RawServer]
 			session_id='ctx-ann',
 			expression=f'(() => {{ const a = document.createElement("a"); a.href = "{site}/download"; a.download = "f.txt"; document.body.appendChild(a); a.click(); return 1; }})()',
 		)
-		downloads = {p.parent.parent.name: p for p in (server.home / 'state').glob('srv-*/s-*/downloads')}
+		downloads = {p.parent.name: p for p in (server.home / 'state').glob('srv-*/s-*/downloads')}
 		assert await asyncio.to_thread(
 			wait_until, lambda: sum(1 for d in downloads.values() for _ in d.iterdir()) == 1, 15
 		), 'the download arrived'
 		holders = [name for name, d in downloads.items() if any(d.iterdir())]
-		assert len(holders) == 1
+		assert holders == [next(n for n in downloads if n.startswith(f's-{session_digest("local", "ctx-ann")}-'))]
 		listed = {s['session_id'] for s in (await mcp.ok('browser_list_sessions')).structured['sessions']}
 		assert listed == {f'ctx-{u}' for u in users}
 

@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_ENV, OWNER_SWITCH, Owner, find_chromium, session_digest
+from browser_use_mcp.processes import is_sidecar
 from tests.support import (
 	BLACKHOLE_PROXY,
 	RawServer,
@@ -319,17 +320,17 @@ async def test_close_all_racing_in_flight_calls_neither_deadlocks_nor_leaks(raw,
 		await mcp.ok('browser_navigate', session_id='r0', url=f'{site}/two')
 
 
-async def test_watchdog_takes_browsers_down_where_there_is_no_parent_death_signal(raw, tmp_path: Path, site: str) -> None:
+async def test_sidecar_takes_browsers_down_where_there_is_no_parent_death_signal(raw, tmp_path: Path, site: str) -> None:
 	"""The path for systems without PR_SET_PDEATHSIG (macOS, BSD), exercised here by switching it off."""
 	home = tmp_path / 'home'
 	env = server_env(home, BROWSER_USE_MCP_PARENT_DEATH_SIGNAL='false', BROWSER_USE_MCP_WATCHDOG='on')
 	server = await start(raw, home, env=env)
 	pids = await open_sessions(server, site, ['a', 'b'])
-	sidecars = [p for p in psutil.Process(server.pid).children() if 'browser_use_mcp.watchdog' in ' '.join(p.cmdline())]
+	sidecars = [p for p in psutil.Process(server.pid).children() if is_sidecar(p)]
 	assert len(sidecars) == 1
 	os.kill(server.pid, signal.SIGKILL)
 	await server.wait(5)
-	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5), 'the watchdog killed the orphaned browsers'
+	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5), 'the sidecar killed the orphaned browsers'
 	assert await asyncio.to_thread(
 		wait_until, lambda: not sidecars[0].is_running() or sidecars[0].status() == psutil.STATUS_ZOMBIE, 5
 	)
@@ -351,4 +352,3 @@ async def test_without_either_guard_the_browsers_outlive_a_killed_server(raw, tm
 	async with follower.client() as mcp:
 		await mcp.ok('browser_list_sessions')
 	assert await asyncio.to_thread(wait_until, lambda: gone(survivors), 5), 'the next start-up swept them'
-

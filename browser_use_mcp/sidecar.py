@@ -72,11 +72,12 @@ def main(argv: list[str] | None = None) -> int:
 	return 0
 
 
-class Watchdog:
+class Sidecar:
 	"""The server's end of the sidecar."""
 
 	def __init__(self, state_dir: str | os.PathLike[str] | None = None) -> None:
-		argv = [sys.executable, '-S', '-c', 'from browser_use_mcp.watchdog import main; raise SystemExit(main())']
+		# the module's name on the command line is how tests and tools tell the sidecar from a browser
+		argv = [sys.executable, '-S', '-c', f'from {__name__} import main; raise SystemExit(main())']
 		if state_dir is not None:
 			argv.append(os.fspath(state_dir))
 		self.proc = subprocess.Popen(
@@ -104,10 +105,10 @@ class Watchdog:
 
 	def close(self) -> None:
 		"""Clean shutdown: every browser is already closed, so the sidecar just exits."""
-		with contextlib.suppress(Exception):
+		with contextlib.suppress(OSError):  # a sidecar already gone: nothing to tell it
 			if self.proc.stdin:
 				self.proc.stdin.close()
-		with contextlib.suppress(Exception):
+		with contextlib.suppress(subprocess.TimeoutExpired):  # it exits at end-of-file anyway; don't hold shutdown
 			self.proc.wait(timeout=2)
 
 

@@ -1,0 +1,168 @@
+"""Finding and ending processes: whose browser a process is (the owner marker every browser of
+ours carries), a process tree, the server an MCP client just spawned, what is left of a server.
+
+The server uses it to launch and sweep browsers; the demo and the tests use it to make sure
+nothing outlives them. Only ``psutil``: nothing here imports browser-use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+
+import psutil
+
+OWNER_ENV = 'BROWSER_USE_MCP_OWNER'
+OWNER_SWITCH = '--browser-use-mcp-owner'
+SIDECAR_MODULE = 'browser_use_mcp.sidecar'  # its command line names it (browser_use_mcp/sidecar.py)
+SERVER_MODULE = 'browser_use_mcp'
+
+
+def _process_start(pid: int) -> float | None:
+	try:
+		return psutil.Process(pid).create_time()
+	except (psutil.NoSuchProcess, psutil.AccessDenied):
+		return None
+
+
+@dataclass(frozen=True)
+class Owner:
+	"""Identifies one server process across PID reuse."""
+
+	pid: int
+	started: float
+
+	@classmethod
+	def current(cls) -> Owner:
+		return cls(os.getpid(), round(psutil.Process().create_time(), 2))
+
+	@property
+	def token(self) -> str:
+		return f'{self.pid}:{self.started:.2f}'
+
+	@classmethod
+	def parse(cls, token: str) -> Owner | None:
+		pid, _, started = token.partition(':')
+		try:
+			return cls(int(pid), float(started))
+		except ValueError:
+			return None
+
+	def alive(self) -> bool:
+		start = _process_start(self.pid)
+		return start is not None and abs(round(start, 2) - self.started) < 0.05
+
+
+def owner_of(proc: psutil.Process) -> Owner | None:
+	"""The server named by a process's owner marker (command-line switch, else environment)."""
+	try:
+		cmdline = proc.cmdline()
+	except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+		return None
+	for arg in cmdline:
+		if arg.startswith(OWNER_SWITCH + '='):
+			return Owner.parse(arg.split('=', 1)[1])
+	try:
+		token = proc.environ().get(OWNER_ENV)
+	except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+		return None
+	return Owner.parse(token) if token else None
+
+
+def gone(proc: psutil.Process) -> bool:
+	"""Exited (a zombie counts as gone: it holds no resources)."""
+	try:
+		return proc.status() == psutil.STATUS_ZOMBIE
+	except (psutil.NoSuchProcess, psutil.AccessDenied):
+		return True
+
+
+def is_sidecar(proc: psutil.Process) -> bool:
+	"""The server's cleanup sidecar: a child of the server, but not a browser."""
+	with contextlib.suppress(psutil.Error):
+		return SIDECAR_MODULE in ' '.join(proc.cmdline())
+	return False
+
+
+def process_tree(pid: int) -> list[psutil.Process]:
+	"""A process and all its descendants (empty when it is gone)."""
+	try:
+		root = psutil.Process(pid)
+		return [root, *root.children(recursive=True)]
+	except psutil.NoSuchProcess:
+		return []
+
+
+async def wait_gone(procs: list[psutil.Process], timeout: float) -> bool:
+	"""Wait until every process has exited."""
+	deadline = asyncio.get_running_loop().time() + timeout
+	pending = list(procs)
+	while pending:
+		pending = [p for p in pending if not gone(p)]
+		if not pending:
+			return True
+		if asyncio.get_running_loop().time() > deadline:
+			return False
+		await asyncio.sleep(0.02)
+	return True
+
+
+def _owned(server_pid: int) -> dict[int, psutil.Process]:
+	found: dict[int, psutil.Process] = {}
+	with contextlib.suppress(psutil.NoSuchProcess):
+		for child in psutil.Process(server_pid).children(recursive=True):
+			if not gone(child) and not is_sidecar(child):
+				found[child.pid] = child
+	for proc in psutil.process_iter():
+		if proc.pid in found or gone(proc):
+			continue
+		owner = owner_of(proc)
+		if owner is not None and owner.pid == server_pid:
+			found[proc.pid] = proc
+	return found
+
+
+def owned_processes(server_pid: int) -> set[int]:
+	"""PIDs of the live browser processes the server with this PID started (its descendants, the
+	sidecar aside, and every process whose marker names it), whether or not the server still runs."""
+	return set(_owned(server_pid))
+
+
+def find_spawned_server(before: set[int], timeout: float = 5.0) -> int | None:
+	"""The PID of the server an MCP client in this process just spawned (clients do not say): a
+	child not in ``before`` whose command line runs ``browser_use_mcp``."""
+	me = psutil.Process()
+	deadline = time.monotonic() + timeout
+	while True:
+		for child in me.children(recursive=False):
+			if child.pid in before:
+				continue
+			with contextlib.suppress(psutil.Error):
+				if SERVER_MODULE in ' '.join(child.cmdline()):
+					return child.pid
+		if time.monotonic() > deadline:
+			return None
+		time.sleep(0.01)
+
+
+def stop_server(server_pid: int, wait: float = 10.0) -> int:
+	"""Leave nothing of a server its client has let go: give it ``wait`` seconds to exit, kill it
+	if it does not, then kill every browser of it still alive. Returns how many were killed."""
+	owned = _owned(server_pid)  # before it exits, while its browsers are still its descendants
+	killed = 0
+	with contextlib.suppress(psutil.NoSuchProcess):
+		server = psutil.Process(server_pid)
+		with contextlib.suppress(psutil.TimeoutExpired):
+			server.wait(wait)
+		if not gone(server):
+			server.kill()
+			killed += 1
+	for proc in {**owned, **_owned(server_pid)}.values():
+		with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+			if not gone(proc):
+				proc.kill()
+				killed += 1
+	return killed

@@ -1,0 +1,63 @@
+"""The process helpers the server, the demo and the tests share (browser_use_mcp/processes.py),
+on plain processes: no browser, no server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from browser_use_mcp import processes, sidecar
+from browser_use_mcp.processes import OWNER_ENV, find_spawned_server, is_sidecar, owned_processes, stop_server
+from tests.support import wait_until
+
+
+def _unused_pid() -> int:
+	pid = 4_000_000
+	while psutil.pid_exists(pid):
+		pid -= 1
+	return pid
+
+
+@pytest.fixture
+def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
+	procs: list[subprocess.Popen[bytes]] = []
+	yield procs
+	for proc in procs:
+		proc.kill()
+		proc.wait()
+
+
+def test_the_sidecar_is_told_apart_from_a_browser() -> None:
+	assert processes.SIDECAR_MODULE == sidecar.__name__
+	helper = sidecar.Sidecar()
+	try:
+		assert is_sidecar(psutil.Process(helper.proc.pid))
+		assert not is_sidecar(psutil.Process())
+	finally:
+		helper.close()
+	assert helper.proc.returncode == 0, 'it exits at end-of-file'
+
+
+def test_a_dead_servers_marked_processes_are_found_and_stopped(spawned: list[subprocess.Popen[bytes]]) -> None:
+	server_pid = _unused_pid()
+	env = {**os.environ, OWNER_ENV: f'{server_pid}:1.00'}
+	marked = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], env=env)
+	other = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+	spawned += [marked, other]
+	assert wait_until(lambda: owned_processes(server_pid) == {marked.pid}, timeout=5)
+	assert stop_server(server_pid, wait=0) == 1
+	assert marked.wait(5) is not None
+	assert other.poll() is None, 'a process without the marker is left alone'
+
+
+def test_the_server_a_client_spawned_is_found(spawned: list[subprocess.Popen[bytes]]) -> None:
+	before = {c.pid for c in psutil.Process().children()}
+	server = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', processes.SERVER_MODULE])
+	spawned.append(server)
+	assert find_spawned_server(before) == server.pid
+	assert find_spawned_server(before | {server.pid}, timeout=0.2) is None
