@@ -23,7 +23,11 @@ import psutil
 import pytest
 
 from tests.pages import PageServer
-from tests.support import Background, Mcp, running_server, server_env
+from tests.support import Background, Mcp, isolation_modes, running_server, server_env
+
+# run with a Chromium per session and with contexts of shared Chromiums
+isolation = isolation_modes()
+pytestmark = pytest.mark.usefixtures('isolation')
 
 FACTORY = 'tests.fakes.scripted_llm:make_llm'
 
@@ -95,7 +99,7 @@ def tripwire() -> Iterator[Tripwire]:
 
 
 @pytest.fixture(scope='module')
-async def agent_server(tmp_path_factory: pytest.TempPathFactory, tripwire: Tripwire) -> AsyncIterator[Mcp]:
+async def agent_server(tmp_path_factory: pytest.TempPathFactory, tripwire: Tripwire, isolation: str) -> AsyncIterator[Mcp]:
 	home = tmp_path_factory.mktemp('agent-home')
 	proxies = {
 		name: tripwire.url for name in ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy')

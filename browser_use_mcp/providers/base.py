@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from browser_use_mcp import tasks as task_scopes
-from browser_use_mcp.browser import SessionDirs
+from browser_use_mcp.browser import SessionDirs, build_profile
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.patches import internals
 from browser_use_mcp.tasks import TaskScope
@@ -96,13 +96,17 @@ class BrowserProvider(ABC):
 	"""Makes browsers for sessions. ``endpoint`` is the one thing a provider must say; ``open``
 	connects browser-use to it the same way for every provider."""
 
+	def __init__(self, *, profile_base: dict[str, Any], headless: bool) -> None:
+		self.profile_base = profile_base  # config.json's browser profile
+		self.headless = headless
+
 	@abstractmethod
 	async def endpoint(self, dirs: SessionDirs, profile: Any) -> Endpoint:
 		"""A running browser for a session whose BrowserProfile is ``profile``."""
 
-	@abstractmethod
 	def profile(self, dirs: SessionDirs) -> Any:
 		"""The browser-use BrowserProfile for a session with these directories."""
+		return build_profile(self.profile_base, dirs, self.headless)
 
 	async def open(self, dirs: SessionDirs) -> Browser:
 		task_scopes.install()

@@ -9,7 +9,6 @@ from browser_use_mcp.browser import (
 	ChromiumProcess,
 	Owner,
 	SessionDirs,
-	build_profile,
 	cached_extension_args,
 	chromium_args,
 )
@@ -53,15 +52,11 @@ class ProcessProvider(BrowserProvider):
 		user_args: tuple[str, ...] = (),
 		use_extensions: bool = False,
 	) -> None:
+		super().__init__(profile_base=profile_base, headless=headless)
 		self.executable = executable
 		self.owner = owner
-		self.profile_base = profile_base
-		self.headless = headless
 		self.user_args = user_args
 		self.use_extensions = use_extensions
-
-	def profile(self, dirs: SessionDirs) -> Any:
-		return build_profile(self.profile_base, dirs, self.headless)
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any) -> ProcessEndpoint:
 		if not self.executable:

@@ -29,7 +29,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidURI
 
-from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, build_profile, chromium_args
+from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, chromium_args
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
 from browser_use_mcp.providers.cdp_proxy import ContextLink, ContextRouter
@@ -174,10 +174,9 @@ class SharedProvider(BrowserProvider):
 		attach_url: str | None = None,
 		empty_grace: float = EMPTY_SHARD_GRACE,
 	) -> None:
+		super().__init__(profile_base=profile_base, headless=headless)
 		self.executable = executable
 		self.owner = owner
-		self.profile_base = profile_base
-		self.headless = headless
 		self.new_dirs = new_dirs
 		self.contexts_per_browser = max(1, contexts_per_browser)
 		self.user_args = user_args
@@ -187,9 +186,6 @@ class SharedProvider(BrowserProvider):
 		self.router = ContextRouter()
 		self._lock = asyncio.Lock()
 		self._retiring: set[asyncio.Task[None]] = set()
-
-	def profile(self, dirs: SessionDirs) -> Any:
-		return build_profile(self.profile_base, dirs, self.headless)
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any) -> ContextEndpoint:
 		with outside_scopes():  # shared by many sessions: closing this one must not stop them
@@ -354,12 +350,8 @@ class AttachedProvider(BrowserProvider):
 	"""The browser at a CDP URL, as it is: someone's own Chrome, logged in."""
 
 	def __init__(self, url: str, *, profile_base: dict[str, Any], headless: bool) -> None:
+		super().__init__(profile_base=profile_base, headless=headless)
 		self.url = url
-		self.profile_base = profile_base
-		self.headless = headless
-
-	def profile(self, dirs: SessionDirs) -> Any:
-		return build_profile(self.profile_base, dirs, self.headless)
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any) -> AttachedEndpoint:
 		ws_url = await asyncio.to_thread(browser_ws_url, self.url)

@@ -14,7 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import Mcp
+from tests.support import Mcp, isolation_modes
+
+# run with a Chromium per session and with contexts of shared Chromiums
+isolation = isolation_modes()
+pytestmark = pytest.mark.usefixtures('isolation')
 
 CANARY = 'canary'
 

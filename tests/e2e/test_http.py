@@ -31,7 +31,11 @@ from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 from browser_use_mcp import sessions
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.http import TokenPrincipals, check_exposure, check_tokens, is_loopback, principal_for_token
-from tests.support import REPO, Mcp, chromium_pids, owned_processes, server_env, wait_until
+from tests.support import REPO, Mcp, chromium_pids, isolation_modes, owned_processes, server_env, wait_until
+
+# run with a Chromium per session and with contexts of shared Chromiums
+isolation = isolation_modes()
+pytestmark = pytest.mark.usefixtures('isolation')
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta', 'gamma', 'delta')}
 MODERN = LATEST_MODERN_VERSION
@@ -111,7 +115,7 @@ def http_server(home: Path, *args: str) -> Iterator[HttpServer]:
 
 
 @pytest.fixture(scope='module')
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> Iterator[HttpServer]:
 	"""One server with four tokens: four principals."""
 	tokens = [arg for t in TOKENS.values() for arg in ('--auth-token', t)]
 	with http_server(tmp_path_factory.mktemp('http-home'), *tokens) as srv:
@@ -303,8 +307,8 @@ async def test_session_survives_reconnect(server: HttpServer, site: str, second:
 # -- concurrency ------------------------------------------------------------------------------
 
 
-async def test_four_clients_two_sessions_each(server: HttpServer, site: str) -> None:
-	"""Four principals use the same two session ids at once: eight browsers, no crosstalk."""
+async def test_four_clients_two_sessions_each(server: HttpServer, site: str, isolation: str) -> None:
+	"""Four principals use the same two session ids at once: eight sessions, no crosstalk."""
 	names = list(TOKENS)
 	modes = ['legacy', MODERN, 'legacy', MODERN]
 	ids = ('work-1', 'work-2')
@@ -326,7 +330,11 @@ async def test_four_clients_two_sessions_each(server: HttpServer, site: str) -> 
 		}
 		for client in clients:
 			assert await session_ids(client) == set(ids)
-		assert len(user_data_dirs(server.pid)) >= 8  # eight browsers, eight profiles
+		if isolation == 'browser':
+			assert len(user_data_dirs(server.pid)) >= 8  # eight browsers, eight profiles
+		else:  # eight contexts of one shared Chromium, eight session directories
+			assert len(user_data_dirs(server.pid)) == 1
+			assert len(list(server.home.glob('state/srv-*/s-*/files'))) == 8 + 1  # and the shared Chromium's own
 		closed = await asyncio.gather(*(c.ok('browser_close_all') for c in clients))
 		assert [r.structured['closed'] for r in closed] == [2, 2, 2, 2]
 		print(f'\n8 sessions across 4 HTTP clients created, logged in and checked in {elapsed:.1f} s')
