@@ -295,26 +295,24 @@ class SessionRegistry:
 
 		config, state_dir = self.config, self._state_dir
 		assert state_dir is not None
-		common: dict[str, Any] = {
-			'owner': self.owner,
-			'profile_base': dict(config.browser_profile),
-			'headless': config.headless,
-			'user_args': config.chromium_args,
-		}
-		executable = find_chromium(config.executable_path)
-		use_extensions = bool(config.browser_profile.get('enable_default_extensions', False))
-		process = ProcessProvider(executable, use_extensions=use_extensions, **common)
+		process = ProcessProvider(
+			find_chromium(config.executable_path),
+			owner=self.owner,
+			profile_base=dict(config.browser_profile),
+			headless=config.headless,
+			user_args=config.chromium_args,
+			use_extensions=bool(config.browser_profile.get('enable_default_extensions', False)),
+		)
 		self.default_provider = self.provider = process
 		if config.cdp_url:
-			self.default_provider = AttachedProvider(config.cdp_url, profile_base=common['profile_base'], headless=config.headless)
+			self.default_provider = AttachedProvider(config.cdp_url, profile_base=process.profile_base, headless=config.headless)
 		if config.cdp_url or config.isolation == 'context':
 			self.provider = SharedProvider(
-				executable,
+				process,
 				new_dirs=lambda: state_dir.new_session_dirs(LOCAL_PRINCIPAL, 'shared-browser'),
 				contexts_per_browser=config.contexts_per_browser,
 				attach_url=config.cdp_url,
 				empty_grace=config.shared_browser_idle,
-				**common,
 			)
 
 	async def shutdown(self) -> None:

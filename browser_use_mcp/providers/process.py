@@ -59,9 +59,13 @@ class ProcessProvider(BrowserProvider):
 		self.use_extensions = use_extensions
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any) -> ProcessEndpoint:
+		return ProcessEndpoint(await self.launch(dirs, profile))
+
+	async def launch(self, dirs: SessionDirs, profile: Any) -> ChromiumProcess:
+		"""A Chromium of ours on ``dirs``: our flags, the user's, the owner marker (shared ones too)."""
 		if not self.executable:
 			raise BrowserStartFailed(NO_CHROMIUM)
 		args = chromium_args(profile, user_args=self.user_args)
 		if self.use_extensions:
 			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
-		return ProcessEndpoint(await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner))
+		return await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner)

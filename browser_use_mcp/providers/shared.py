@@ -29,11 +29,11 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidURI
 
-from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, chromium_args
+from browser_use_mcp.browser import ChromiumProcess, SessionDirs
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
 from browser_use_mcp.providers.cdp_proxy import ContextLink, ContextRouter
-from browser_use_mcp.providers.process import NO_CHROMIUM
+from browser_use_mcp.providers.process import ProcessProvider
 from browser_use_mcp.tasks import outside_scopes
 
 logger = logging.getLogger('browser_use_mcp.providers.shared')
@@ -163,23 +163,18 @@ class ContextEndpoint(Endpoint):
 class SharedProvider(BrowserProvider):
 	def __init__(
 		self,
-		executable: str | None,
+		launcher: ProcessProvider,
 		*,
-		owner: Owner,
-		profile_base: dict[str, Any],
-		headless: bool,
 		new_dirs: Callable[[], SessionDirs],
 		contexts_per_browser: int = 16,
-		user_args: tuple[str, ...] = (),
 		attach_url: str | None = None,
 		empty_grace: float = EMPTY_SHARD_GRACE,
 	) -> None:
-		super().__init__(profile_base=profile_base, headless=headless)
-		self.executable = executable
-		self.owner = owner
+		"""Shared Chromiums are launched as ``launcher`` launches a session's own (flags, owner marker)."""
+		super().__init__(profile_base=launcher.profile_base, headless=launcher.headless)
+		self.launcher = launcher
 		self.new_dirs = new_dirs
 		self.contexts_per_browser = max(1, contexts_per_browser)
-		self.user_args = user_args
 		self.attach_url = attach_url
 		self.empty_grace = empty_grace
 		self.shards: list[Shard] = []
@@ -231,12 +226,9 @@ class SharedProvider(BrowserProvider):
 			shard = Shard(ws_url, connection, None, None)
 			connection.on_close(lambda: self._shard_died(shard))
 			return shard
-		if not self.executable:
-			raise BrowserStartFailed(NO_CHROMIUM)
 		dirs = self.new_dirs()
 		try:
-			args = chromium_args(self.profile(dirs), user_args=self.user_args)
-			chromium = await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner)
+			chromium = await self.launcher.launch(dirs, self.profile(dirs))
 		except BaseException:
 			await asyncio.to_thread(dirs.remove)
 			raise
