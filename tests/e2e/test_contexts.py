@@ -178,9 +178,13 @@ def chromium(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen]]:
 	proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 	try:
 		port_file = profile / 'DevToolsActivePort'
-		assert wait_until(port_file.exists, 15), 'the test browser did not start'
-		port = port_file.read_text().split()[0]
-		yield f'http://127.0.0.1:{port}', proc
+
+		def port() -> str | None:  # Chromium creates the file before it writes the port into it
+			words = port_file.read_text().split() if port_file.exists() else []
+			return words[0] if len(words) >= 2 else None  # the port line is complete once the path follows
+
+		assert wait_until(lambda: port() is not None, 15), 'the test browser did not start'
+		yield f'http://127.0.0.1:{port()}', proc
 	finally:
 		os.killpg(proc.pid, signal.SIGKILL)
 		proc.wait(5)
