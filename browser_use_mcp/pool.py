@@ -40,6 +40,11 @@ class Spare:
 	dirs: SessionDirs
 	browser: Browser
 
+	async def discard(self) -> None:
+		"""Close the browser and delete its directories: a spare (or a new session) nobody will use."""
+		await self.browser.close()
+		await asyncio.to_thread(self.dirs.remove)
+
 
 def warm_up() -> None:
 	"""Import and exercise what a new session builds besides its browser (browser-use's tools
@@ -126,7 +131,7 @@ class BrowserPool:
 			else:
 				return None
 			if not spare.browser.alive():
-				await self._discard(spare)
+				await spare.discard()
 				continue
 			self.handed_out += 1
 			self._poke.set()
@@ -198,18 +203,14 @@ class BrowserPool:
 		"""Drop spares whose browser died while waiting, and spares beyond what the cap allows."""
 		for spare in [s for s in self._ready if not s.browser.alive()]:
 			self._ready.remove(spare)
-			await self._discard(spare)
+			await spare.discard()
 		excess = self.pending - min(self.size, max(0, self._room()))
 		while excess > 0 and self._ready:
-			await self._discard(self._ready.pop())
+			await self._ready.pop().discard()
 			excess -= 1
 
-	async def _discard(self, spare: Spare) -> None:
-		await spare.browser.close()
-		await asyncio.to_thread(spare.dirs.remove)
-
 	def _spawn_close(self, spare: Spare) -> None:
-		task = asyncio.get_running_loop().create_task(self._discard(spare))
+		task = asyncio.get_running_loop().create_task(spare.discard())
 		self._closing.add(task)
 		task.add_done_callback(self._closing.discard)
 
@@ -229,4 +230,4 @@ class BrowserPool:
 		results = await asyncio.gather(*launching, return_exceptions=True)
 		spares = [r for r in results if isinstance(r, Spare)] + list(self._ready)
 		self._ready.clear()
-		await asyncio.gather(*(self._discard(s) for s in spares), *self._closing, return_exceptions=True)
+		await asyncio.gather(*(s.discard() for s in spares), *self._closing, return_exceptions=True)

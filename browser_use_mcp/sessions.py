@@ -570,9 +570,7 @@ class SessionRegistry:
 	def _on_browser_death(self, state: SessionState) -> None:
 		if state.closed_reason is not None or self._shutting_down:
 			return
-		task = asyncio.create_task(
-			self._lose(state, 'crashed', state.browser.death_detail()), context=tagged(state.session_id)
-		)
+		task = asyncio.create_task(self._lose(state, 'crashed', state.browser.death_detail()), context=tagged(state.session_id))
 		self._background.add(task)
 		task.add_done_callback(self._background.discard)
 
@@ -624,7 +622,7 @@ class SessionRegistry:
 
 			file_system = await asyncio.to_thread(FileSystem, dirs.files)
 		except BaseException:
-			await self._discard(Spare(dirs, browser))
+			await Spare(dirs, browser).discard()
 			raise
 		state = SessionState(
 			session_id=session_id,
@@ -637,7 +635,7 @@ class SessionRegistry:
 			file_system=file_system,
 		)
 		if self._shutting_down:
-			await self._discard(Spare(dirs, browser))
+			await Spare(dirs, browser).discard()
 			raise SessionClosed('The server is shutting down; no new sessions can be created.')
 		self._sessions[state.key] = state
 		browser.on_death(lambda s=state: self._on_browser_death(s))
@@ -664,11 +662,6 @@ class SessionRegistry:
 		except BaseException:
 			dirs.remove()
 			raise
-
-	@staticmethod
-	async def _discard(spare: Spare) -> None:
-		await spare.browser.close()
-		await asyncio.to_thread(spare.dirs.remove)
 
 	def _default_dirs(self, notes: list[str]) -> SessionDirs | None:
 		"""The persistent profile for the default session, or None (with a note) if it is locked."""

@@ -26,8 +26,7 @@ _scope: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar('brows
 class TaskScope:
 	"""The tasks started on behalf of one browser (held weakly: finished tasks just vanish)."""
 
-	def __init__(self, label: str = '') -> None:
-		self.label = label
+	def __init__(self) -> None:
 		self._tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
 	@contextlib.contextmanager
