@@ -40,9 +40,10 @@ from websockets.exceptions import ConnectionClosed
 
 logger = logging.getLogger('browser_use_mcp.providers.cdp_proxy')
 
-# Ids of the commands the proxy sends itself: below 2**32 (Chromium ignores larger ids) and above
-# anything cdp-use's counter reaches.
-OWN_IDS_START = 2**31
+# Ids of the commands the proxy sends itself: above anything cdp-use's counter reaches, and a
+# 32-bit signed integer (Chromium answers a larger id, 2**31 included, with an error that has no
+# id at all: the command is lost and its caller waits forever).
+OWN_IDS_START = 2**30
 # Methods scoped to the session's context by adding ``browserContextId``.
 WITH_CONTEXT = frozenset(
 	{

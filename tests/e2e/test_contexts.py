@@ -98,6 +98,8 @@ async def test_sessions_in_one_shared_browser_share_nothing(raw: list[RawServer]
 		assert holders == [next(n for n in downloads if n.startswith(f's-{session_digest("local", "ctx-ann")}-'))]
 		listed = {s['session_id'] for s in (await mcp.ok('browser_list_sessions')).structured['sessions']}
 		assert listed == {f'ctx-{u}' for u in users}
+	# the proxy's own commands (detaching another context's pages, above all) were all understood
+	assert 'must have integer' not in server.stderr.decode(), 'Chromium refused a command id of the proxy'
 
 
 async def test_list_tabs_never_shows_another_sessions_tab_while_it_opens_and_closes_tabs(
