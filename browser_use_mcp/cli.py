@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 	b.add_argument(
 		'--isolation',
 		choices=('browser', 'context'),
-		help=f'a named session is a Chromium of its own (browser) or a context of a shared one (default browser; env {_env("isolation")})',
+		help=f'a named session is a context of a shared Chromium (context) or a Chromium of its own (browser) (default context; env {_env("isolation")})',
 	)
 	b.add_argument(
 		'--contexts-per-browser',

@@ -64,7 +64,7 @@ class ServerConfig:
 	shutdown_grace: float = 3.0
 
 	# browser
-	isolation: str = 'browser'  # what a named session is: 'browser' (a Chromium each) or 'context' (shared Chromiums)
+	isolation: str = 'context'  # what a named session is: 'browser' (a Chromium each) or 'context' (shared Chromiums)
 	contexts_per_browser: int = 16  # --isolation context: most sessions one shared Chromium hosts (measured: docs/performance.md)
 	shared_browser_idle: float = 30.0  # s an empty shared Chromium waits for a new session before it is closed
 	cdp_url: str | None = None  # attach to this browser: the default session drives it, named sessions get contexts

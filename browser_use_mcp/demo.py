@@ -1,4 +1,4 @@
-"""``browser-use-mcp demo``: three agents, three isolated browsers, one MCP server, in a minute.
+"""``browser-use-mcp demo``: three agents, three isolated browser sessions, one MCP server, in a minute.
 
 The demo is a real MCP client of a real server: it starts ``python -m browser_use_mcp`` as a
 subprocess over stdio (headless, in a throw-away HOME and state directory, so the user's own
@@ -43,7 +43,7 @@ CALL_TIMEOUT = 90.0
 DEMO_TIMEOUT = 300.0
 STEPS = ('start', 'login', 'tabs', 'read', 'shot')
 STEP_LEGEND = (
-	('start', "browser_create_session (launches the session's Chromium)"),
+	('start', "browser_create_session (a browser context, or with --isolation browser the session's own Chromium)"),
 	('login', 'browser_navigate + browser_get_state + browser_type + browser_click, until /me has loaded'),
 	('tabs', 'browser_navigate new_tab=true, once per extra tab'),
 	('read', 'browser_evaluate (cookie jar, page) + browser_list_tabs'),
@@ -175,6 +175,8 @@ def server_environment(home: Path, config: ServerConfig, base: dict[str, str] | 
 	)
 	if config.executable_path:
 		env['BROWSER_USE_MCP_CHROMIUM'] = config.executable_path
+	env['BROWSER_USE_MCP_ISOLATION'] = config.isolation
+	env['BROWSER_USE_MCP_CONTEXTS_PER_BROWSER'] = str(config.contexts_per_browser)
 	# The demo's site is on loopback; a proxy on a closed loopback port (last, so it wins) keeps
 	# Chromium's own background connections to Google from leaving the machine.
 	env['BROWSER_USE_MCP_CHROMIUM_ARGS'] = shlex.join((*config.chromium_args, '--proxy-server=http://127.0.0.1:9'))
@@ -313,8 +315,11 @@ class IsolationCheck:
 	text: str
 
 
-def isolation_checks(runs: list[SessionRun], listed: list[str] | None, profiles: set[str] | None) -> list[IsolationCheck]:
-	"""What must be true if, and only if, the sessions were isolated from each other."""
+def isolation_checks(
+	runs: list[SessionRun], listed: list[str] | None, profiles: set[str] | None, contexts_per_browser: int | None = None
+) -> list[IsolationCheck]:
+	"""What must be true if, and only if, the sessions were isolated from each other.
+	``contexts_per_browser``: the sessions are contexts of shared Chromiums, this many to one."""
 	checks = []
 	good = [r for r in runs if not r.error]
 	checks.append(IsolationCheck(len(good) == len(runs), f'{len(good)} of {len(runs)} sessions completed every step'))
@@ -344,6 +349,14 @@ def isolation_checks(runs: list[SessionRun], listed: list[str] | None, profiles:
 		)
 	if profiles is None:
 		checks.append(IsolationCheck(None, 'separate browser processes (not visible from here; skipped)'))
+	elif contexts_per_browser:
+		shared = -(-len(runs) // contexts_per_browser)
+		checks.append(
+			IsolationCheck(
+				len(profiles) == shared,
+				f'{len(runs)} sessions as browser contexts of {len(profiles)} shared Chromium process(es) (expected {shared})',
+			)
+		)
 	else:
 		checks.append(
 			IsolationCheck(len(profiles) == len(runs), f'{len(profiles)} Chromium processes, each on its own profile directory')
@@ -464,7 +477,8 @@ async def _run(config: ServerConfig, output: Path, out: TextIO, home: Path, serv
 	for i, (step, meaning) in enumerate(STEP_LEGEND):
 		print(f'  {"ms per step" if i == 0 else "":11}  {step:5}  {meaning}', file=out)
 	print('', file=out)
-	checks = isolation_checks(runs, listed, profiles)
+	shared = config.contexts_per_browser if config.isolation == 'context' else None
+	checks = isolation_checks(runs, listed, profiles, shared)
 	print('Isolation checks', file=out)
 	for check in checks:
 		mark = 'PASS' if check.ok else 'skip' if check.ok is None else 'FAIL'
@@ -489,7 +503,7 @@ def run_demo(config: ServerConfig, output: Path | str | None = None, out: TextIO
 
 	out = out or sys.stdout
 	target = Path(output) if output else DEFAULT_OUTPUT
-	print('browser-use-mcp demo: three agents, three isolated browsers, one MCP server\n', file=out)
+	print('browser-use-mcp demo: three agents, three isolated browser sessions, one MCP server\n', file=out)
 	if find_chromium(config.executable_path) is None:
 		where = f' at {config.executable_path}' if config.executable_path else ''
 		print(

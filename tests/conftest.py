@@ -22,7 +22,7 @@ def site() -> Iterator[str]:
 		yield server.url
 
 
-isolation = isolation_modes('browser')  # modules that must hold in both modes override it
+isolation = isolation_modes('context')  # modules that must hold in both modes override it
 
 
 @pytest.fixture(scope='module')

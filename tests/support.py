@@ -28,7 +28,7 @@ TEST_CHROMIUM_ARGS = (BLACKHOLE_PROXY,)
 
 # What a named session is in the servers tests start ('browser' or 'context'), set per module by
 # the ``isolation`` fixture (tests/conftest.py): modules that must hold in both modes run twice.
-ISOLATION = 'browser'
+ISOLATION = 'context'
 
 
 def isolation_modes(*modes: str) -> Any:

@@ -68,10 +68,15 @@ def browsers_of(server_pid: int) -> list[int]:
 	return found
 
 
-def test_demo_shows_isolation_and_cleans_up(tmp_path: Path, scratch: Path) -> None:
+@pytest.mark.parametrize(
+	('mode', 'processes'),
+	[('context', 'PASS  3 sessions as browser contexts of 1 shared Chromium'), ('browser', 'PASS  3 Chromium processes, each on its own')],
+)
+def test_demo_shows_isolation_and_cleans_up(tmp_path: Path, scratch: Path, mode: str, processes: str) -> None:
 	sheet = tmp_path / 'out' / 'sheet.png'
-	done = run_demo_command(tmp_path, scratch, '--output', str(sheet))
+	done = run_demo_command(tmp_path, scratch, '--isolation', mode, '--output', str(sheet))
 	assert done.returncode == 0, done.stdout + done.stderr
+	assert processes in done.stdout
 
 	rows = table_rows(done.stdout)
 	assert [r[2] for r in rows] == ['alice', 'bob', 'carol']  # cookie user
@@ -136,6 +141,10 @@ def test_checks_pass_only_for_isolated_sessions() -> None:
 	assert not all(c.ok for c in isolation_checks(shared_tabs, ids, {'/p/1', '/p/2'}))
 	assert not all(c.ok for c in isolation_checks(good, ids, one_profile))
 	assert not all(c.ok for c in isolation_checks(good, [*ids, 'default'], {'/p/1', '/p/2'}))
+	# contexts: one shared Chromium per K sessions, no more, no fewer
+	assert all(c.ok for c in isolation_checks(good, ids, one_profile, contexts_per_browser=16))
+	assert not all(c.ok for c in isolation_checks(good, ids, {'/p/1', '/p/2'}, contexts_per_browser=16))
+	assert all(c.ok for c in isolation_checks(good, ids, {'/p/1', '/p/2'}, contexts_per_browser=1))
 
 
 @pytest.mark.parametrize(

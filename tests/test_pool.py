@@ -213,8 +213,9 @@ def browser_roots(server_pid: int) -> set[int]:
 
 @pytest.fixture(scope='module')
 async def prewarmed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mcp]:
+	"""A Chromium per spare, counted as processes (ready contexts: tests/e2e/test_contexts.py)."""
 	home = tmp_path_factory.mktemp('prewarm-home')
-	env = server_env(home, BROWSER_USE_MCP_PREWARM='2', BROWSER_USE_MCP_MAX_SESSIONS='3')
+	env = server_env(home, BROWSER_USE_MCP_PREWARM='2', BROWSER_USE_MCP_MAX_SESSIONS='3', BROWSER_USE_MCP_ISOLATION='browser')
 	async with Background(running_server(home, env=env)) as server:
 		yield server
 	assert wait_until(lambda: not owned_processes(server.pid), timeout=15), 'browsers outlived the server'

@@ -59,9 +59,16 @@ async def test_a_closed_browser_leaves_no_task(tmp_path: Path, site: str) -> Non
 	state.remove()
 
 
-@pytest.fixture
-async def registry(tmp_path: Path) -> AsyncIterator[SessionRegistry]:
-	config = ServerConfig(state_dir=tmp_path / 'state', idle_timeout=600, chromium_args=TEST_CHROMIUM_ARGS, headless=True)
+@pytest.fixture(params=['browser', 'context'])
+async def registry(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[SessionRegistry]:
+	config = ServerConfig(
+		state_dir=tmp_path / 'state',
+		idle_timeout=600,
+		chromium_args=TEST_CHROMIUM_ARGS,
+		headless=True,
+		isolation=request.param,
+		shared_browser_idle=0,  # an empty shared Chromium goes at once, with its tasks
+	)
 	registry = SessionRegistry(config)
 	await registry.start()
 	try:
@@ -73,6 +80,10 @@ async def registry(tmp_path: Path) -> AsyncIterator[SessionRegistry]:
 async def test_every_way_a_session_ends_leaves_no_task(registry: SessionRegistry, site: str) -> None:
 	catalog = Catalog(registry)
 	call = Call()
+	if registry.config.isolation == 'context':  # the provider's own endpoint server lives as long as the registry
+		await catalog.call('browser_navigate', {'session_id': 'warm', 'url': f'{site}/two'}, call)
+		assert await registry.close('local', 'warm')
+		await asyncio.sleep(0.5)
 	baseline = set(asyncio.all_tasks())
 	for sid in ('closed', 'all-1', 'all-2', 'expired', 'cancelled'):
 		await catalog.call('browser_navigate', {'session_id': sid, 'url': f'{site}/two'}, call)
