@@ -17,6 +17,9 @@ Sections (all through real MCP clients over stdio, real headless Chromium, pages
   h  isolation modes: N agents' workflow with a Chromium per session vs contexts of shared
      Chromiums (and the peers' context modes when benchmarks/peers is installed), session
      create latency and warm per-tool latency in each mode
+  i  Selenium Grid: sessions on a local Grid 4 standalone vs local sessions (both isolation
+     modes): create latency, warm per-tool latency, N = 4 agents' workflow, memory here and
+     on the Grid (skipped with the reason when scripts/grid.sh cannot set a Grid up)
 
 Prints markdown tables and writes every raw number to benchmarks/results/<time>.json.
 Timings here are measurements, never pass/fail: run on a quiet machine for figures to quote.
@@ -54,7 +57,7 @@ from benchmarks.common import (
 )
 
 RESULTS = Path(__file__).resolve().parent / 'results'
-SECTIONS = 'abcdefgh'
+SECTIONS = 'abcdefghi'
 
 
 def find_index(state_text: str, text: str) -> int:
@@ -541,6 +544,81 @@ async def bench_isolation(site: str, quick: bool, counts: list[int]) -> dict[str
 	return out
 
 
+GRID_AGENTS = 4
+
+
+async def bench_grid(site: str, quick: bool) -> dict[str, Any]:
+	import tempfile
+
+	from tests.gridserver import GridServer, grid_available
+
+	reason = grid_available()
+	if reason:
+		return {'skipped': reason}
+	n = GRID_AGENTS
+	out: dict[str, Any] = {'agents': n, 'where': {}}
+	with tempfile.TemporaryDirectory(prefix='bench-grid-') as tmp, GridServer(tmp, max_sessions=n + 2) as grid:
+		places = {
+			'local, browser': ('--isolation', 'browser'),
+			'local, context': ('--isolation', 'context'),
+			'grid': ('--grid-url', grid.url),
+		}
+		for label, args in places.items():
+			create, walls = [], []
+			async with server('ours', *args, '--max-sessions', str(n + 2)) as srv:
+				await srv.ok('browser_navigate', session_id='first', url=f'{site}/')  # a shared Chromium is up
+				for _ in range(3 if quick else 7):
+					started = time.perf_counter()
+					text, _ = await srv.ok('browser_create_session')
+					create.append(time.perf_counter() - started)
+					await srv.ok('browser_close_session', session_id=json.loads(text)['session_id'])
+				await srv.ok('browser_close_session', session_id='first')
+				times = await tool_latencies(srv, site, 5 if quick else 15)
+				await srv.ok('browser_close_all')
+				for _ in range(1 if quick else 3):
+					started = time.perf_counter()
+					await asyncio.gather(*(workflow(srv, site, f'agent-{i}') for i in range(n)))
+					walls.append(time.perf_counter() - started)
+					here = memory_of(srv.tree()).pss
+					grid_side = memory_of([psutil.Process(grid.pid), *psutil.Process(grid.pid).children(recursive=True)]).pss
+					await srv.ok('browser_close_all')
+			out['where'][label] = {
+				'create_p50_ms': median_ms(create),
+				'tools_p50_ms': {tool: median_ms(values) for tool, values in times.items()},
+				'wall_s': round(statistics.median(walls), 2),
+				'pss_here_mb': mb(here),
+				'pss_grid_mb': mb(grid_side) if label == 'grid' else None,
+			}
+	return out
+
+
+def show_grid(r: dict[str, Any]) -> str:
+	if 'skipped' in r:
+		return f'### (i) Selenium Grid: skipped ({r["skipped"]})\n'
+	where = r['where']
+	local = where['local, browser']
+	rows = []
+	for label, w in where.items():
+		tools = w['tools_p50_ms']
+		rows.append(
+			[
+				label,
+				w['create_p50_ms'],
+				*(tools[t] for t in ('navigate', 'get_state', 'click', 'screenshot')),
+				w['wall_s'],
+				ratio(w['wall_s'], local['wall_s']),
+				w['pss_here_mb'],
+				w['pss_grid_mb'] if w['pss_grid_mb'] is not None else '-',
+			]
+		)
+	return table(
+		f"(i) Selenium Grid vs local: create and warm tool p50 (ms), {r['agents']} agents' workflow, PSS (MB) on this "
+		'machine and in the Grid (Java, chromedriver, browsers)',
+		['where', 'create', 'navigate', 'get_state', 'click', 'screenshot', 'wall s', 'vs local browser', 'PSS here', 'PSS grid'],
+		rows,
+	)
+
+
 async def peer_runs(site: str, n: int, repeats: int) -> dict[str, dict[str, Any]]:
 	"""The peers' context modes, side by side, when benchmarks/peers is installed (scripts/peers.sh)."""
 	try:
@@ -616,6 +694,7 @@ async def main(args: argparse.Namespace) -> int:
 			('f', 'lean', bench_lean, show_lean),
 			('g', 'startup', lambda: bench_startup(args.quick), show_startup),
 			('h', 'isolation', lambda: bench_isolation(site.url, args.quick, args.many), show_isolation),
+			('i', 'grid', lambda: bench_grid(site.url, args.quick), show_grid),
 		]
 		for key, name, run, show in steps:
 			if key not in only:

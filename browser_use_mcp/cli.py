@@ -89,6 +89,28 @@ def build_parser() -> argparse.ArgumentParser:
 		help='attach to a running browser (http://host:port of its --remote-debugging-port): the default session '
 		f'drives it, named sessions get contexts in it; it is never closed (env {_env("cdp_url")} or BROWSER_USE_CDP_URL)',
 	)
+	g = parser.add_argument_group('selenium grid')
+	g.add_argument(
+		'--grid-url',
+		metavar='URL',
+		help=f"run every session's browser on this Selenium Grid 4 (http://host:4444) (env {_env('grid_url')})",
+	)
+	g.add_argument(
+		'--grid-capabilities',
+		metavar='JSON',
+		help=f'a JSON object merged into each Grid new-session request, e.g. \'{{"platformName": "linux"}}\' (env {_env("grid_capabilities")})',
+	)
+	g.add_argument(
+		'--grid-timeout',
+		type=float,
+		metavar='SECONDS',
+		help=f'wait this long for a free Grid slot before failing as "at capacity" (default 30; env {_env("grid_timeout")})',
+	)
+	g.add_argument(
+		'--grid-default-session',
+		choices=('grid', 'local'),
+		help='where the default session runs with a Grid: grid (default) or local (a Chromium here, persistent profile)',
+	)
 	o = parser.add_argument_group('output')
 	o.add_argument(
 		'--log-level',
@@ -122,9 +144,24 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'isolation': ns.isolation,
 		'contexts_per_browser': ns.contexts_per_browser,
 		'cdp_url': ns.cdp_url,
+		'grid_url': ns.grid_url,
+		'grid_capabilities': _capabilities(ns.grid_capabilities),
+		'grid_timeout': ns.grid_timeout,
+		'grid_default_session': ns.grid_default_session,
 		'log_level': ns.log_level,
 	}
 	return {k: v for k, v in values.items() if v is not None}
+
+
+def _capabilities(text: str | None) -> dict[str, Any] | None:
+	if text is None:
+		return None
+	from browser_use_mcp.config import parse_json_object
+
+	try:
+		return parse_json_object(text)
+	except ValueError as exc:
+		raise SystemExit(f'Invalid value for --grid-capabilities: {exc}') from None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -161,6 +198,14 @@ def run_server(config: Any) -> int:
 			browser_ws_url(config.cdp_url)
 		except BrowserStartFailed as exc:
 			print(f'browser-use-mcp: {exc.message}', file=sys.stderr)
+			return 2
+
+	if config.grid_url:  # so is a Grid that does not answer: a typo should not wait for the first call
+		from browser_use_mcp.providers.grid import grid_problem
+
+		problem = grid_problem(config.grid_url)
+		if problem:
+			print(f'browser-use-mcp: {problem}', file=sys.stderr)
 			return 2
 
 	if config.transport == 'http':

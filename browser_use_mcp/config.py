@@ -6,6 +6,7 @@ environment again, so a test can build a config and know exactly what the server
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -68,6 +69,10 @@ class ServerConfig:
 	contexts_per_browser: int = 16  # --isolation context: most sessions one shared Chromium hosts (measured: docs/performance.md)
 	shared_browser_idle: float = 30.0  # s an empty shared Chromium waits for a new session before it is closed
 	cdp_url: str | None = None  # attach to this browser: the default session drives it, named sessions get contexts
+	grid_url: str | None = None  # a Selenium Grid 4: every session's browser is a Grid session (docs/grid.md)
+	grid_capabilities: Mapping[str, Any] = field(default_factory=dict)  # merged into each new-session request
+	grid_timeout: float = 30.0  # s to wait for a Grid browser slot before a create fails as "at capacity"
+	grid_default_session: str = 'grid'  # with a Grid: where the default session's browser runs: grid | local
 	executable_path: str | None = None
 	headless: bool = True
 	browser_profile: Mapping[str, Any] = field(default_factory=dict)
@@ -111,6 +116,16 @@ def _int(v: str) -> int:
 	return int(v)
 
 
+def parse_json_object(v: str) -> dict[str, Any]:
+	try:
+		value = json.loads(v)
+	except json.JSONDecodeError as exc:
+		raise ValueError(f'not JSON: {exc.msg} at character {exc.pos}') from None
+	if not isinstance(value, dict):
+		raise ValueError(f'a JSON object is needed, not {type(value).__name__}')
+	return value
+
+
 def _tokens(v: str) -> tuple[str, ...]:
 	return tuple(t.strip() for t in v.split(',') if t.strip())
 
@@ -132,6 +147,10 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'contexts_per_browser': (f'{ENV_PREFIX}CONTEXTS_PER_BROWSER', _int),
 	'shared_browser_idle': (f'{ENV_PREFIX}SHARED_BROWSER_IDLE', _float),
 	'cdp_url': (f'{ENV_PREFIX}CDP_URL', str),
+	'grid_url': (f'{ENV_PREFIX}GRID_URL', str),
+	'grid_capabilities': (f'{ENV_PREFIX}GRID_CAPABILITIES', parse_json_object),
+	'grid_timeout': (f'{ENV_PREFIX}GRID_TIMEOUT', _float),
+	'grid_default_session': (f'{ENV_PREFIX}GRID_DEFAULT_SESSION', str),
 	'parallel_event_buses': (f'{ENV_PREFIX}PARALLEL_EVENT_BUSES', _truthy),
 	'fast_actions': (f'{ENV_PREFIX}FAST_ACTIONS', _truthy),
 	'lazy_cloud_client': (f'{ENV_PREFIX}LAZY_CLOUD_CLIENT', _truthy),
@@ -256,6 +275,15 @@ def validate(config: ServerConfig) -> None:
 		problems.append('contexts per browser must be >= 1')
 	if config.cdp_url is not None and not config.cdp_url.startswith(('http://', 'https://', 'ws://', 'wss://')):
 		problems.append(f'--cdp-url must be an http(s):// or ws(s):// URL, not {config.cdp_url!r}')
+	if config.grid_url is not None:
+		if not config.grid_url.startswith(('http://', 'https://')):
+			problems.append(f'--grid-url must be the http(s):// address of a Selenium Grid, not {config.grid_url!r}')
+		if config.cdp_url:
+			problems.append('--grid-url and --cdp-url cannot be used together: choose where browsers come from')
+	if config.grid_timeout <= 0:
+		problems.append('grid timeout must be > 0 seconds')
+	if config.grid_default_session not in ('grid', 'local'):
+		problems.append(f'grid default session must be grid or local, not {config.grid_default_session!r}')
 	if config.watchdog not in ('auto', 'on', 'off'):
 		problems.append(f'watchdog must be auto, on or off, not {config.watchdog!r}')
 	if not 0 < config.port < 65536:

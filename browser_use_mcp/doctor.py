@@ -9,6 +9,7 @@ runs headless on a throw-away profile and is killed before the report is printed
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -393,14 +395,140 @@ def check_private_reads() -> Check:
 # -- the report ----------------------------------------------------------------------------
 
 
+# -- a Selenium Grid -----------------------------------------------------------------------
+
+GRID_START = 'Start it (java -jar selenium-server-<version>.jar standalone) or fix --grid-url; see docs/grid.md'
+
+
+def _grid_request(url: str, method: str = 'GET', body: Any = None, timeout: float = 10.0) -> Any:
+	data = json.dumps(body).encode() if body is not None else None
+	from browser_use_mcp.providers.grid import JSON_HEADERS
+
+	request = urllib.request.Request(url, data=data, method=method, headers=JSON_HEADERS)
+	opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+	try:
+		with opener.open(request, timeout=timeout) as reply:
+			return json.loads(reply.read()).get('value')
+	except urllib.error.HTTPError as exc:  # a WebDriver error: its message says why
+		try:
+			value = json.loads(exc.read()).get('value') or {}
+			detail = (value.get('message') or '').strip().splitlines()[0][:300]
+		except Exception:
+			detail = ''
+		raise OSError(f'HTTP {exc.code}: {detail or exc.reason}') from None
+
+
+def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True) -> list[Check]:
+	"""The configured Grid: answers, is ready, has a Chrome slot, and gives a working CDP endpoint."""
+	from browser_use_mcp.providers.grid import grid_capabilities, grid_summary
+
+	base = url.rstrip('/')
+	try:
+		status = _grid_request(base + '/status', timeout=5.0) or {}
+	except (OSError, ValueError) as exc:
+		return [Check('grid', 'fail', f'nothing answers at {url}: {exc}', GRID_START)]
+	ready, slots, busy, message = grid_summary(status)
+	checks = [Check('grid', 'ok', f'{url} answers')]
+	if not ready:
+		checks.append(
+			Check(
+				'grid ready',
+				'fail',
+				f'the Grid is not ready: {message or "no reason given"}',
+				'Wait for its nodes to register, or check their logs',
+			)
+		)
+		return checks
+	checks.append(Check('grid ready', 'ok', message or 'ready'))
+	if not slots:
+		checks.append(
+			Check(
+				'grid chrome',
+				'fail',
+				'no node offers Chrome or Chromium',
+				'Add a node with Chrome/Chromium and its chromedriver (docs/grid.md shows a node configuration)',
+			)
+		)
+		return checks
+	checks.append(Check('grid chrome', 'ok', f'{slots} Chrome slot(s), {busy} busy'))
+	caps = grid_capabilities(session_args(headless), dict(capabilities))
+	started = time.monotonic()
+	try:
+		value = _grid_request(base + '/session', 'POST', {'capabilities': {'alwaysMatch': caps}}, timeout=60.0)
+	except (OSError, ValueError) as exc:
+		checks.append(
+			Check('grid CDP', 'fail', f'could not start a browser: {exc}', 'Check --grid-capabilities and the node logs')
+		)
+		return checks
+	session = value['sessionId']
+	try:
+		returned = value.get('capabilities') or {}
+		cdp = returned.get('se:cdp')
+		if not cdp:
+			checks.append(
+				Check('grid CDP', 'fail', 'the Grid gives no CDP endpoint (no se:cdp)', 'Use Grid 4 with Chrome/Chromium nodes')
+			)
+			return checks
+		from browser_use_mcp.providers.grid import reachable_cdp_url
+
+		product = _cdp_product(reachable_cdp_url(base, cdp))
+		checks.append(
+			Check('grid CDP', 'ok', f'{product} over CDP through the Grid, ready in {time.monotonic() - started:.1f} s')
+		)
+		if returned.get('se:downloadsEnabled'):
+			checks.append(Check('grid downloads', 'ok', 'managed downloads on: files come back to the session'))
+		else:
+			checks.append(
+				Check(
+					'grid downloads',
+					'warn',
+					'managed downloads are off: downloaded files stay on the node',
+					'Start the nodes with --enable-managed-downloads true',
+				)
+			)
+	except (OSError, ValueError, TimeoutError) as exc:
+		checks.append(
+			Check('grid CDP', 'fail', f'could not speak CDP through the Grid: {exc}', 'Check that the Grid forwards websockets')
+		)
+	finally:
+		with contextlib.suppress(OSError, ValueError):
+			_grid_request(f'{base}/session/{session}', 'DELETE')
+	return checks
+
+
+def session_args(headless: bool) -> list[str]:
+	"""The Chromium flags a session would get (its paths are left out for a Grid anyway)."""
+	from browser_use_mcp.browser import SessionDirs, build_profile, chromium_args
+
+	scratch = Path(tempfile.gettempdir()) / 'browser-use-mcp-doctor'
+	return chromium_args(build_profile({}, SessionDirs(scratch, scratch, scratch), headless))
+
+
+def _cdp_product(ws_url: str) -> str:
+	from websockets.sync.client import connect
+
+	with connect(ws_url, open_timeout=10, max_size=None) as socket:
+		socket.send(json.dumps({'id': 1, 'method': 'Browser.getVersion'}))
+		while True:
+			reply = json.loads(socket.recv(timeout=10))
+			if reply.get('id') == 1:
+				return reply.get('result', {}).get('product', 'a browser')
+
+
 def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launch: bool = True) -> list[Check]:
 	"""All checks in the order the server meets them."""
 	env = os.environ if env is None else env
 	browser = check_chromium(config.executable_path)
 	checks = [browser]
+	on_grid = bool(config.grid_url) and config.grid_default_session == 'grid'
+	if on_grid and browser.status == 'fail':  # every browser runs on the Grid: a local one is optional
+		checks = [Check(browser.name, 'skip', f'{browser.summary} (not needed: every session runs on the Grid)')]
+		launch = False
 	if launch:
 		executable = find_chromium(config.executable_path) if browser.status != 'fail' else None
 		checks.append(asyncio.run(check_launch(executable, config.browser_profile, user_args=config.chromium_args)))
+	if config.grid_url:
+		checks.extend(check_grid(config.grid_url, config.grid_capabilities, config.headless))
 	checks.append(check_display(config.headless, env))
 	checks.append(check_profile_lock(config.default_user_data_dir))
 	checks.extend(check_state_dirs(config))

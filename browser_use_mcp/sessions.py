@@ -289,7 +289,9 @@ class SessionRegistry:
 	def _choose_providers(self) -> None:
 		"""A Chromium per session (``--isolation browser``), or contexts of shared Chromiums
 		(``context``), or contexts of the browser at ``--cdp-url``; the default session keeps a
-		browser of its own for its persistent profile (with --cdp-url: drives that browser)."""
+		browser of its own for its persistent profile (with --cdp-url: drives that browser).
+		With ``--grid-url`` every session is a Selenium Grid session (the default session too,
+		unless ``--grid-default-session local``)."""
 		from browser_use_mcp.providers.process import ProcessProvider
 		from browser_use_mcp.providers.shared import AttachedProvider, SharedProvider
 
@@ -304,6 +306,20 @@ class SessionRegistry:
 			use_extensions=bool(config.browser_profile.get('enable_default_extensions', False)),
 		)
 		self.default_provider = self.provider = process
+		if config.grid_url:
+			from browser_use_mcp.providers.grid import GridProvider
+
+			self.provider = GridProvider(
+				config.grid_url,
+				capabilities=dict(config.grid_capabilities),
+				profile_base=process.profile_base,
+				headless=config.headless,
+				user_args=config.chromium_args,
+				create_timeout=config.grid_timeout,
+			)
+			if config.grid_default_session == 'grid':
+				self.default_provider = self.provider
+			return
 		if config.cdp_url:
 			self.default_provider = AttachedProvider(config.cdp_url, profile_base=process.profile_base, headless=config.headless)
 		if config.cdp_url or config.isolation == 'context':

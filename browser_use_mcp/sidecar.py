@@ -6,11 +6,15 @@ each Chromium gets a parent-death signal and dies with the server; where that is
 (macOS, BSD) or switched off, the browsers would live on. And nothing would remove the server's
 temporary state directory (profiles, downloads) until the next start swept it.
 
+Browsers on a Selenium Grid are worse off: nothing on this machine ends them, and the Grid keeps
+each one until its own idle timeout (minutes), holding a slot other agents wait for.
+
 So the server starts this tiny process. It tells it, over a pipe, which browser process groups
-are live ("+PGID" / "-PGID" lines). When the pipe reaches end-of-file - which the kernel
-guarantees once the server is gone, however it died - the sidecar kills every group still
-listed, waits for them to go, deletes the server's state directory (given on its command line)
-and exits. It imports nothing heavy: a few megabytes.
+are live ("+PGID" / "-PGID" lines) and which remote sessions ("+D URL" / "-D URL": the URL whose
+HTTP DELETE ends one). When the pipe reaches end-of-file - which the kernel guarantees once the
+server is gone, however it died - the sidecar kills every group still listed, sends each DELETE
+still listed, waits for the groups to go, deletes the server's state directory (given on its
+command line) and exits. It imports nothing heavy: a few megabytes.
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ def _group_alive(pgid: int) -> bool:
 	return True
 
 
+def _delete(url: str) -> None:
+	import urllib.request
+
+	request = urllib.request.Request(url, method='DELETE')
+	with contextlib.suppress(Exception):  # gone already, or the Grid is down: its own timeout remains
+		urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=5).close()
+
+
 def _remove(state_dir: str, live: set[int]) -> None:
 	"""Delete the dead server's directory once its browsers no longer write into it."""
 	deadline = time.monotonic() + 3
@@ -56,8 +68,16 @@ def main(argv: list[str] | None = None) -> int:
 	signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal Ctrl-C is for the server, not us
 	signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM sent to the whole process group
 	live: set[int] = set()
+	remote: set[str] = set()
 	for raw in sys.stdin.buffer:
 		line = raw.strip()
+		if line[1:3] == b'D ':
+			url = line[3:].decode('utf-8', 'replace')
+			if line[:1] == b'+':
+				remote.add(url)
+			elif line[:1] == b'-':
+				remote.discard(url)
+			continue
 		if len(line) < 2 or not line[1:].isdigit():
 			continue
 		pgid = int(line[1:])
@@ -67,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
 			live.discard(pgid)
 	for pgid in live:
 		_kill_group(pgid)
+	for url in remote:
+		_delete(url)
 	if state_dir:
 		_remove(state_dir, live)
 	return 0
@@ -102,6 +124,12 @@ class Sidecar:
 
 	def untrack(self, pgid: int) -> None:
 		self._send(f'-{pgid}')
+
+	def track_remote(self, delete_url: str) -> None:
+		self._send(f'+D {delete_url}')
+
+	def untrack_remote(self, delete_url: str) -> None:
+		self._send(f'-D {delete_url}')
 
 	def close(self) -> None:
 		"""Clean shutdown: every browser is already closed, so the sidecar just exits."""

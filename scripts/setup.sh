@@ -55,3 +55,9 @@ if [ -x .venv-mcp1/bin/python ] && { ! mcp1_ok || [ "$MCP1_REQS" -nt .venv-mcp1/
 		echo "setup: could not install mcp==1.2.1 into .venv-mcp1; tests/e2e/test_http_sse.py will fail" >&2
 	fi
 fi
+
+# A local Selenium Grid for tests/e2e/test_grid.py: chromium-driver matching chromium, Java 17,
+# the Grid jar from npm (scripts/grid.sh). Without it those tests fail and say why.
+if ! ./scripts/grid.sh >/dev/null; then
+	echo "setup: could not install what a local Selenium Grid needs; tests/e2e/test_grid.py will fail" >&2
+fi

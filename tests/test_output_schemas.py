@@ -92,7 +92,7 @@ def _fake_session(sid: str, *, expires: float | None, default: bool = False) -> 
 		session_id=sid,
 		created_at=1_700_000_000.0,
 		last_activity=1_700_000_030.0,
-		browser=SimpleNamespace(alive=lambda: False),
+		browser=SimpleNamespace(alive=lambda: False, where='local (shared)'),
 		browser_session=None,
 		is_default=default,
 		busy=0,
@@ -118,7 +118,9 @@ def test_session_list_conforms_and_its_text_is_unchanged() -> None:
 		'busy',
 		'idle_seconds',
 		'expires_in_seconds',
+		'location',  # ours, after upstream's keys
 	], 'the key order of the JSON text clients parse'
+	assert first['location'] == 'local (shared)'
 	assert first['current_url'] is None and first['expires_in_seconds'] is None and first['tabs'] == 0
 	assert out['sessions'][1]['expires_in_seconds'] == 587.7 and out['sessions'][1]['age_minutes'] == 1.0
 
@@ -131,6 +133,7 @@ def test_created_session_keeps_number_types(idle: float | None) -> None:
 		'idle_timeout_seconds': idle,
 		'max_session_duration_seconds': None,
 		'expires_in_seconds': 599.9,
+		'location': 'grid http://10.0.0.7:5555',
 		'retention': 'closed after 600 s unused',
 	}
 	out = CreatedSession(**info).dump()

@@ -30,6 +30,10 @@ class CreatedSession(Output):
 	idle_timeout_seconds: Number | None = Field(description='Closed after this long unused; null: never.')
 	max_session_duration_seconds: Number | None = Field(description='Closed this long after creation; null: no limit.')
 	expires_in_seconds: Number | None = Field(description='Seconds until it is closed if left alone; null: never.')
+	location: str = Field(
+		description="Where its browser runs: 'local' (a Chromium of its own), 'local (shared)' (a context of a shared "
+		"Chromium), 'attached' (the browser at --cdp-url) or 'grid <node URI>' (a Selenium Grid session)."
+	)
 	retention: str = Field(description='The retention policy in words.')
 
 
@@ -45,6 +49,7 @@ async def browser_create_session(registry: SessionRegistry, args: CreateArgs, ca
 		idle_timeout_seconds=registry.config.idle_timeout or None,
 		max_session_duration_seconds=registry.config.max_session_duration or None,
 		expires_in_seconds=_round(state.expires_in()),
+		location=state.browser.where,
 		retention=registry.retention_text(),
 	).dump()
 	return Reply(as_json(out), structured=out, notes=state.take_notes())
@@ -70,6 +75,7 @@ class SessionInfo(Output):
 	busy: bool = Field(description='A call is running in it now.')
 	idle_seconds: Number
 	expires_in_seconds: Number | None = Field(description='Seconds until it is closed if left alone; null: never.')
+	location: str = Field(description='Where its browser runs (as in browser_create_session).')
 
 
 class SessionList(Output):
@@ -101,6 +107,7 @@ def describe(state: SessionState, now: float) -> SessionInfo:
 		busy=state.busy > 0,
 		idle_seconds=round(state.idle_seconds(now), 1),
 		expires_in_seconds=_round(state.expires_in(now)),
+		location=state.browser.where,
 	)
 
 

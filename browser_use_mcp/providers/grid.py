@@ -1,0 +1,384 @@
+"""Sessions on a Selenium Grid 4: one Grid session (a Chromium on some node) per MCP session.
+
+The Grid is asked for a Chrome session over WebDriver (``POST /session``) with our launch flags;
+browser-use then drives it over the CDP websocket the Grid relays (``se:cdp``), never the node's
+own ``debuggerAddress``, which only the node can reach.
+
+The Grid does not close that websocket when its session ends (DELETE, a crashed browser, the
+Grid's own idle timeout): browser-use would see a silent socket, time out after ~20 s on a
+navigate, and read an empty page state without an error. So each session has a WebDriver
+heartbeat (``GET /session/<id>/window/handles`` every second): it answers "invalid session id"
+within milliseconds once the browser is gone, which we report as the usual one-time "browser
+died" error, and it keeps an idle session alive on the Grid (CDP traffic does not count there).
+
+Downloads land on the node. With managed downloads (``se:downloadsEnabled``), the heartbeat
+copies every finished file from ``/session/<id>/se/files`` into the session's own downloads
+directory, and release does a last copy before the DELETE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import json
+import logging
+import os
+import urllib.parse
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from browser_use_mcp import browser
+from browser_use_mcp.browser import SessionDirs, chromium_args
+from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.providers.base import BrowserProvider, Endpoint
+from browser_use_mcp.tasks import outside_scopes
+
+logger = logging.getLogger('browser_use_mcp.providers.grid')
+
+HEARTBEAT = 1.0  # s between WebDriver heartbeats of a session
+HEARTBEAT_STRIKES = 3  # heartbeats in a row the Grid does not answer before its sessions count as lost
+DOWNLOAD_SYNC_EVERY = 2  # heartbeats between two copies of a session's finished downloads
+REQUEST_TIMEOUT = 10.0  # s for any Grid request but new-session
+
+# flags that name paths or ports on this machine, meaningless (or harmful) on a node
+LOCAL_ONLY_FLAGS = (
+	'--user-data-dir',
+	'--profile-directory',
+	'--remote-debugging-port',
+	'--remote-debugging-pipe',
+	'--remote-debugging-address',
+	'--load-extension',
+	'--disable-extensions-except',
+	'--disk-cache-dir',
+)
+PARTIAL_DOWNLOAD = ('.crdownload', '.part', '.tmp')
+JSON_HEADERS = {'Content-Type': 'application/json; charset=utf-8'}  # the Grid refuses JSON without the charset
+
+
+class GridError(Exception):
+	"""The Grid answered with a WebDriver error (or not at all)."""
+
+	def __init__(self, message: str, *, status: int = 0, error: str = '') -> None:
+		super().__init__(message)
+		self.status = status
+		self.error = error
+
+
+def grid_capabilities(args: list[str], extra: dict[str, Any]) -> dict[str, Any]:
+	"""The new-session capabilities: Chrome with our flags and managed downloads, with the
+	user's ``--grid-capabilities`` merged in (theirs win; their Chrome args are added to ours)."""
+	ours: dict[str, Any] = {
+		'browserName': 'chrome',
+		'se:downloadsEnabled': True,
+		'goog:chromeOptions': {'args': [a for a in args if a.partition('=')[0] not in LOCAL_ONLY_FLAGS]},
+	}
+	merged = _merge(ours, extra)
+	user_args = ((extra.get('goog:chromeOptions') or {}).get('args')) or []
+	if user_args:
+		merged['goog:chromeOptions']['args'] = ours['goog:chromeOptions']['args'] + [
+			a for a in user_args if a not in ours['goog:chromeOptions']['args']
+		]
+	return merged
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+	out = dict(base)
+	for key, value in extra.items():
+		if isinstance(value, dict) and isinstance(out.get(key), dict):
+			out[key] = _merge(out[key], value)
+		else:
+			out[key] = value
+	return out
+
+
+class GridClient:
+	"""The few WebDriver and Grid calls we make, on one pooled HTTP client (no proxy from the
+	environment: the Grid URL is reached as given)."""
+
+	def __init__(self, url: str) -> None:
+		self.url = url.rstrip('/')
+		self._http: httpx.AsyncClient | None = None
+
+	@property
+	def http(self) -> httpx.AsyncClient:
+		if self._http is None:
+			self._http = httpx.AsyncClient(base_url=self.url, trust_env=False, timeout=REQUEST_TIMEOUT)
+		return self._http
+
+	async def call(self, method: str, path: str, body: Any = None, timeout: float = REQUEST_TIMEOUT) -> Any:
+		"""The ``value`` of a WebDriver answer; GridError for an error answer or no answer."""
+		try:
+			content = json.dumps(body).encode() if body is not None else None
+			reply = await self.http.request(method, path, content=content, headers=JSON_HEADERS, timeout=timeout)
+		except httpx.HTTPError as exc:
+			raise GridError(f'the Grid at {self.url} did not answer ({type(exc).__name__}: {exc})') from None
+		try:
+			value = reply.json().get('value')
+		except (ValueError, AttributeError):
+			value = None
+		if reply.status_code >= 400:
+			error = value.get('error', '') if isinstance(value, dict) else ''
+			message = value.get('message', '') if isinstance(value, dict) else reply.text[:300]
+			raise GridError(f'{error or reply.status_code}: {first_line(message)}', status=reply.status_code, error=error)
+		return value
+
+	async def status(self) -> dict[str, Any]:
+		return await self.call('GET', '/status', timeout=5.0) or {}
+
+	async def close(self) -> None:
+		if self._http is not None:
+			await self._http.aclose()
+			self._http = None
+
+
+def first_line(text: str) -> str:
+	return (text or '').strip().splitlines()[0][:300] if (text or '').strip() else ''
+
+
+class GridEndpoint(Endpoint):
+	is_local = False
+
+	def __init__(self, provider: GridProvider, session_id: str, cdp_url: str, downloads: Path) -> None:
+		super().__init__()
+		self.provider = provider
+		self.session_id = session_id
+		self.cdp_url = cdp_url
+		self.node = ''
+		self.where = 'grid'
+		self.downloads = downloads
+		self._fetched: set[str] = set()
+		self._gone: str | None = None
+		self.delete_url = f'{provider.client.url}/session/{session_id}'
+		if browser.SIDECAR is not None:  # a killed server's Grid sessions end with it, not minutes later
+			browser.SIDECAR.track_remote(self.delete_url)
+		with outside_scopes():  # ours to stop in release, not browser-use's
+			self._heartbeat = asyncio.get_running_loop().create_task(self._beat(), name=f'grid-heartbeat-{session_id[:8]}')
+
+	def placed_on(self, node: str) -> None:
+		self.node = node
+		self.where = f'grid {node}' if node else 'grid'
+
+	@property
+	def client(self) -> GridClient:
+		return self.provider.client
+
+	def alive(self) -> bool:
+		return self._gone is None
+
+	def death_detail(self) -> str:
+		return self._gone or ''
+
+	async def _beat(self) -> None:
+		strikes = 0
+		beats = 0
+		while True:
+			await asyncio.sleep(self.provider.heartbeat)
+			try:
+				await self.client.call('GET', f'/session/{self.session_id}/window/handles', timeout=5.0)
+			except GridError as exc:
+				if exc.status == 404 or exc.error == 'invalid session id':  # what a dead browser's session answers
+					self._lost(f'its Selenium Grid session ended ({exc})')
+					return
+				strikes += 1  # no answer, or an error that may pass: a Grid restarting, a proxy in front of it
+				if strikes < HEARTBEAT_STRIKES:
+					continue
+				self._lost(f'the Selenium Grid at {self.client.url} stopped answering ({exc})')
+				return
+			strikes = 0
+			beats += 1
+			if beats % DOWNLOAD_SYNC_EVERY == 0:
+				with contextlib.suppress(GridError, OSError):
+					await self.sync_downloads()
+
+	def _lost(self, detail: str) -> None:
+		if self.releasing:
+			return
+		self._gone = detail
+		logger.warning('grid session %s on %s: %s', self.session_id, self.node or self.client.url, detail)
+		self.died()
+
+	async def sync_downloads(self) -> list[str]:
+		"""Copy finished downloads the node holds for this session that we do not have yet."""
+		listing = await self.client.call('GET', f'/session/{self.session_id}/se/files') or {}
+		new = [
+			n for n in listing.get('names', []) if n not in self._fetched and not n.endswith(PARTIAL_DOWNLOAD) and safe_name(n)
+		]
+		for name in new:
+			value = await self.client.call('POST', f'/session/{self.session_id}/se/files', {'name': name}, timeout=60.0)
+			data = unpack_download(value.get('contents', ''), name)
+			await asyncio.to_thread(write_download, self.downloads, name, data)
+			self._fetched.add(name)
+		return new
+
+	async def release(self, graceful: bool = False) -> None:
+		self.releasing = True
+		self._heartbeat.cancel()
+		with contextlib.suppress(asyncio.CancelledError, Exception):
+			await self._heartbeat
+		if self._gone is None:
+			try:
+				await self.sync_downloads()
+			except (GridError, OSError) as exc:
+				logger.warning('could not copy the downloads of grid session %s: %s', self.session_id, exc)
+		with contextlib.suppress(GridError):
+			await self.client.call('DELETE', f'/session/{self.session_id}')
+		if browser.SIDECAR is not None:
+			browser.SIDECAR.untrack_remote(self.delete_url)
+		self.provider.endpoints.discard(self)
+
+
+def reachable_cdp_url(grid_url: str, cdp_url: str) -> str:
+	"""``se:cdp`` on the Grid's host and port as we reach it: a Grid behind a proxy or in a
+	container may name an address (0.0.0.0, its pod IP) we cannot connect to."""
+	ours = urllib.parse.urlsplit(grid_url)
+	theirs = urllib.parse.urlsplit(cdp_url)
+	prefix = ours.path.rstrip('/')
+	path = theirs.path if not prefix or theirs.path.startswith(prefix + '/') else prefix + theirs.path
+	return urllib.parse.urlunsplit(('wss' if ours.scheme == 'https' else 'ws', ours.netloc, path, theirs.query, ''))
+
+
+def safe_name(name: str) -> bool:
+	return bool(name) and name == os.path.basename(name) and name not in ('.', '..')
+
+
+def unpack_download(contents: str, name: str) -> bytes:
+	"""The Grid sends a downloaded file as a base64 zip archive holding it."""
+	with zipfile.ZipFile(io.BytesIO(base64.b64decode(contents))) as archive:
+		members = archive.namelist()
+		member = name if name in members else members[0]
+		return archive.read(member)
+
+
+def write_download(directory: Path, name: str, data: bytes) -> None:
+	directory.mkdir(parents=True, exist_ok=True)
+	partial = directory / f'.{name}.grid-partial'
+	partial.write_bytes(data)
+	partial.replace(directory / name)
+
+
+class GridProvider(BrowserProvider):
+	"""A Selenium Grid session per browser."""
+
+	def __init__(
+		self,
+		url: str,
+		*,
+		capabilities: dict[str, Any],
+		profile_base: dict[str, Any],
+		headless: bool,
+		user_args: tuple[str, ...] = (),
+		create_timeout: float = 30.0,
+		heartbeat: float = HEARTBEAT,
+	) -> None:
+		super().__init__(profile_base=profile_base, headless=headless)
+		self.client = GridClient(url)
+		self.capabilities = capabilities
+		self.user_args = user_args
+		self.create_timeout = create_timeout
+		self.heartbeat = heartbeat
+		self.endpoints: set[GridEndpoint] = set()
+
+	async def endpoint(self, dirs: SessionDirs, profile: Any) -> GridEndpoint:
+		caps = grid_capabilities(chromium_args(profile, user_args=self.user_args), self.capabilities)
+		request = self.client.call('POST', '/session', {'capabilities': {'alwaysMatch': caps}}, timeout=None)
+		try:
+			# giving up closes the connection, which takes the request out of the Grid's queue
+			value = await asyncio.wait_for(request, self.create_timeout)
+		except TimeoutError:
+			raise BrowserStartFailed(await self._capacity_message()) from None
+		except GridError as exc:
+			raise BrowserStartFailed(self._refusal_message(exc)) from None
+		session_id = value['sessionId']
+		cdp_url = (value.get('capabilities') or {}).get('se:cdp')
+		if not cdp_url:
+			with contextlib.suppress(GridError):
+				await self.client.call('DELETE', f'/session/{session_id}')
+			raise BrowserStartFailed(
+				f'The Selenium Grid at {self.client.url} gave a session without a CDP endpoint (no se:cdp capability). '
+				'Use Grid 4 with Chrome or Chromium nodes; CDP must not be disabled on the Grid.'
+			)
+		endpoint = GridEndpoint(self, session_id, reachable_cdp_url(self.client.url, cdp_url), dirs.downloads)
+		self.endpoints.add(endpoint)  # tracked (and deleted by the sidecar if we die) before anything else can fail
+		endpoint.placed_on(await self._node_of(session_id))
+		return endpoint
+
+	async def open(self, dirs: SessionDirs) -> Any:
+		opened = await super().open(dirs)
+		# downloads go where the Grid's managed downloads expect them (the node's own directory,
+		# copied back by the heartbeat), not to a path browser-use named on this machine
+		with contextlib.suppress(Exception):
+			await opened.session.cdp_client.send.Browser.setDownloadBehavior(
+				params={'behavior': 'default', 'eventsEnabled': True}
+			)
+		return opened
+
+	async def _node_of(self, session_id: str) -> str:
+		with contextlib.suppress(GridError, AttributeError, TypeError):
+			for node in (await self.client.status()).get('nodes', []):
+				for slot in node.get('slots', []):
+					if ((slot.get('session') or {}).get('sessionId')) == session_id:
+						return node.get('uri', '')
+		return ''
+
+	async def _capacity_message(self) -> str:
+		busy = ''
+		with contextlib.suppress(GridError, AttributeError, TypeError):
+			nodes = (await self.client.status()).get('nodes', [])
+			slots = [slot for node in nodes for slot in node.get('slots', [])]
+			used = sum(1 for slot in slots if slot.get('session'))
+			busy = f' ({used} of {len(slots)} browser slots busy)'
+		return (
+			f'The Selenium Grid at {self.client.url} is at capacity: no browser slot became free within '
+			f'{self.create_timeout:g} s{busy}. Retry later, close sessions you no longer need, raise '
+			'--grid-timeout, or add Grid nodes.'
+		)
+
+	def _refusal_message(self, exc: GridError) -> str:
+		if exc.status == 0:
+			return f'{exc}. Check that the Selenium Grid is running and that --grid-url is its address.'
+		return (
+			f'The Selenium Grid at {self.client.url} refused to create a browser: {exc}. Check that it has a '
+			'Chrome/Chromium node matching --grid-capabilities (run `browser-use-mcp doctor`).'
+		)
+
+	async def shutdown(self) -> None:
+		for endpoint in list(self.endpoints):
+			await endpoint.release()
+		await self.client.close()
+
+
+def grid_summary(status: dict[str, Any]) -> tuple[bool, int, int, str]:
+	"""(ready, chrome slots, busy chrome slots, message) from a Grid's ``/status`` value."""
+	slots = [
+		slot
+		for node in status.get('nodes', [])
+		if node.get('availability', 'UP') == 'UP'
+		for slot in node.get('slots', [])
+		if str((slot.get('stereotype') or {}).get('browserName', '')).lower() in ('chrome', 'chromium')
+	]
+	busy = sum(1 for slot in slots if slot.get('session'))
+	return bool(status.get('ready')), len(slots), busy, str(status.get('message', ''))
+
+
+def grid_problem(url: str, timeout: float = 5.0) -> str | None:
+	"""Why the Grid at ``url`` cannot be used at all (nothing answers, not a Grid), or None. A
+	Grid that answers but is not ready yet (nodes still registering) is not a problem here."""
+	import urllib.request
+
+	try:
+		opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+		with opener.open(url.rstrip('/') + '/status', timeout=timeout) as reply:
+			value = json.loads(reply.read()).get('value')
+	except (OSError, ValueError) as exc:
+		return (
+			f'No Selenium Grid answers at --grid-url {url} ({exc}). Check that the Grid is running '
+			'(java -jar selenium-server-<version>.jar standalone) and that the URL is its http://host:port.'
+		)
+	if not isinstance(value, dict) or 'ready' not in value:
+		return f'{url}/status did not answer as a Selenium Grid 4 does (no value.ready). Check --grid-url.'
+	return None
