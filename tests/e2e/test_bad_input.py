@@ -223,14 +223,20 @@ def _click(a: dict[str, Any], r: Any) -> None:
 	elif index is None:
 		_either(r, False, ('Provide either index',))
 	else:
-		errors = (f'Element with index {index} not found', f'Click on element {index} failed', 'Click refused')
+		errors = (
+			f'Element with index {index} not found',
+			f'Element with index {index} is stale',
+			f'Click on element {index} failed',
+			'Click refused',
+		)
 		_either(r, r.text.startswith(f'Clicked element {index}'), errors)
 
 
 def _type(a: dict[str, Any], r: Any) -> None:
 	i = a['index']
 	typed = r.text.startswith('Typed ') and r.text.endswith(f' into element {i}')
-	_either(r, typed, (f'Element with index {i} not found', f'Typing into element {i} failed'))
+	errors = (f'Element with index {i} not found', f'Element with index {i} is stale', f'Typing into element {i} failed')
+	_either(r, typed, errors)
 
 
 def _get_html(a: dict[str, Any], r: Any) -> None:
