@@ -213,6 +213,19 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 	return Reply(as_json(result), images=images)
 
 
+async def with_page_state(state: SessionState, reply: Reply) -> Reply:
+	"""``reply`` with the page state after its action as a second text block (include_state). The
+	action has happened whatever the capture does, so a failed capture is said there, not raised."""
+	try:
+		reply.page_state = (await capture_state(state)).text
+	except Exception as exc:
+		if not isinstance(exc, BrowserActionFailed):
+			logger.warning('could not capture the page state after the action: %s', _first_line(exc))
+		why = exc.message if isinstance(exc, BrowserActionFailed) else f'Could not capture the page state: {_first_line(exc)}'
+		reply.page_state = f'{why.rstrip(".")}. Call browser_get_state before using element indices.'
+	return reply
+
+
 async def cdp_page(state: SessionState) -> Any:
 	"""The CDP session of the focused tab."""
 	return await state.browser_session.get_or_create_cdp_session(target_id=None, focus=False)

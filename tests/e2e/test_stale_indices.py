@@ -79,8 +79,9 @@ async def test_an_index_from_before_a_new_document_is_refused(mcp: Mcp, site: st
 	before = await indices(mcp, sid)
 	await new_document(mcp, sid, site)  # the same layout again: the old index would land on "Count"
 	assert_stale(await click(mcp, sid, before['Count']), before['Count'], 'the page has loaded a new document')
-	typed = await mcp.call('browser_type', session_id=sid, index=before['your name'], text='x')
+	typed = await mcp.call('browser_type', session_id=sid, index=before['your name'], text='x', include_state=True)
 	assert_stale(typed, before['your name'], 'the page has loaded a new document')
+	assert len(typed.texts) == 1, 'a refused action carries no state'
 	r = await click(mcp, sid, 99999)
 	assert_stale(r, 99999, 'the page has loaded a new document')
 	assert await clicks(mcp, sid) == [], 'nothing was clicked'
