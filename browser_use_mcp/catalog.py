@@ -4,7 +4,8 @@ This is the one place that knows about ``session_id`` and the session around a c
 session tool it adds the property to the schema; for every call of one it validates the
 arguments, resolves the id to a ``SessionState`` through the session registry (which takes that
 session's lock), makes sure the session has a live focused tab, and only then hands the handler
-the state. Handlers never see ids, locks or the registry.
+the state. Handlers never see ids, locks or the registry. When a tool's ``include_state`` is
+true, the page state after the handler is appended here too, under the same lock.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from browser_use_mcp.errors import InvalidArgument, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools import ALL_TOOLS
 from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Hints, Reply, Tool
-from browser_use_mcp.tools.common import page_titles
+from browser_use_mcp.tools.common import page_titles, with_page_state
 
 logger = logging.getLogger('browser_use_mcp.catalog')
 
@@ -91,7 +92,10 @@ class Catalog:
 
 		async def act(state: SessionState) -> Reply | str:
 			await ensure_focus(state)
-			return await tool.handler(state, parsed, call)
+			result = await tool.handler(state, parsed, call)
+			if getattr(parsed, 'include_state', False):  # still under the session's lock: the page as the action left it
+				return await with_page_state(state, _as_reply(result))
+			return result
 
 		state, result = await self.sessions.run(call.principal, session_id, act)
 		reply = _checked(tool, _as_reply(result))

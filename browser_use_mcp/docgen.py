@@ -169,6 +169,7 @@ def render_tools_md(tools: list[ToolInfo]) -> str:
 		'Tools with a structured result below declare it as their `outputSchema` and return it as '
 		'`structuredContent` beside the text; error results carry none.',
 		'',
+		*_indices_section(session_tools),
 		'## Browser tools',
 		'',
 	]
@@ -178,6 +179,33 @@ def render_tools_md(tools: list[ToolInfo]) -> str:
 	for tool in other_tools:
 		out += _tool_section(tool)
 	return '\n'.join(out).rstrip() + '\n'
+
+
+def _listed(names: list[str]) -> str:
+	quoted = [f'`{name}`' for name in names]
+	return ' and '.join(quoted) if len(quoted) < 3 else f'{", ".join(quoted[:-1])} and {quoted[-1]}'
+
+
+def _indices_section(tools: list[ToolInfo]) -> list[str]:
+	"""How element indices stay valid, and which tools can return the page state after their action."""
+	indexed = _listed([t.name for t in tools if 'index' in t.properties])
+	reporting = _listed([t.name for t in tools if 'include_state' in t.properties])
+	return [
+		'## Element indices and `include_state`',
+		'',
+		f'{indexed} take an element `index` from the last page state of the session (`browser_get_state`, or a '
+		'result with `include_state`). An index is used only while the page is still the one that state '
+		'described: the same tab is the current one, its document has not been replaced (a navigation or a reload; '
+		'a same-document `history.pushState` or `#fragment` keeps it) and the element is still attached. Otherwise '
+		'the call fails with "Element with index N is stale: …" and nothing is done; call `browser_get_state` again. '
+		'A change elsewhere in the page (a row added) leaves the other indices valid.',
+		'',
+		f'{reporting} take an optional `include_state` (default `false`). When true, the result has a second text '
+		'block: the page state after the action, exactly what `browser_get_state` would return, whose indices '
+		'become the current ones. The first block is the usual text, so navigate, get_state, click, get_state, '
+		'go_back takes three calls instead of five.',
+		'',
+	]
 
 
 def _tool_section(tool: ToolInfo, skip: tuple[str, ...] = ()) -> list[str]:

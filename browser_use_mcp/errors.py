@@ -54,6 +54,11 @@ class ElementNotFound(ToolError):
 	"""An element index that the session's latest state does not have."""
 
 
+class StaleElement(ToolError):
+	"""An element index from a state whose page has changed since: another tab, another document,
+	or its element is no longer attached. Refused rather than acted on whatever is there now."""
+
+
 class TabNotFound(ToolError):
 	"""A tab id that matches no open tab of the session, or more than one."""
 

@@ -42,6 +42,8 @@ PrincipalOf = Callable[[ServerRequestContext[Any, Any]], str]
 
 def to_result(reply: Reply) -> types.CallToolResult:
 	content: list[types.ContentBlock] = [types.TextContent(type='text', text=reply.text)]
+	if reply.page_state is not None:
+		content.append(types.TextContent(type='text', text=reply.page_state))
 	for image in reply.images:
 		content.append(types.ImageContent(type='image', data=image.data, mime_type=image.mime_type))
 	for note in reply.notes:

@@ -148,6 +148,7 @@ class SessionState:
 	lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 	notes: list[str] = field(default_factory=list)  # told to the client once, on its next reply
 	llm: Any = None  # extraction model, made on first use
+	page_epoch: Any = None  # tools.common.PageEpoch: what the last page state showed, for its indices
 	busy: int = 0
 	closed_reason: str | None = None
 	calls: set[asyncio.Task[Any]] = field(default_factory=set)  # tool calls running in it now

@@ -31,7 +31,28 @@ ROUTES_DOC = {
 	'/download': 'a file download',
 	'/long': 'a tall page for scrolling',
 	'/popup': 'a link opening a new tab',
+	'/epoch': 'buttons that record clicks (sessionStorage), add a row, replace themselves, re-render a field',
+	'/epoch-frame': 'a same-origin iframe holding /epoch-inner, a button that records its clicks',
 }
+
+# Every click on /epoch (and in its iframe) is recorded in the tab's sessionStorage, which survives
+# reloads and navigations: a test reads ``sessionStorage.clicks`` to know what was really clicked.
+EPOCH_SCRIPT = """<script>
+function record(what) { const log = window.top.sessionStorage; log.setItem('clicks', (log.getItem('clicks') || '') + what + ' '); }
+function addRow() { record('add'); document.getElementById('rows').insertAdjacentHTML('beforeend', '<li><button onclick="record(`row`)">Row</button></li>'); }
+function replaceMe(button) { record('replace'); button.outerHTML = button.outerHTML; }
+function push() { record('push'); history.pushState({}, '', '?pushed=1'); }
+function rerender() { record('rerender'); const field = document.getElementById('field'); field.innerHTML = field.innerHTML; }
+</script>"""
+EPOCH = (
+	'<h1>Epoch</h1><button id="count" onclick="record(`count`)">Count</button> '
+	'<button id="add" onclick="addRow()">Add row</button> '
+	'<button id="replace" onclick="replaceMe(this)">Replace me</button> '
+	'<button id="push" onclick="push()">Push</button> '
+	'<button id="rerender" onclick="rerender()">Re-render</button> '
+	'<a id="jump" href="#rows" onclick="record(`jump`)">Jump</a>'
+	'<div id="field"><input id="name" placeholder="your name"></div><ul id="rows"></ul>'
+)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -108,6 +129,13 @@ class Handler(BaseHTTPRequestHandler):
 		elif p == '/long':
 			rows = ''.join(f'<p style="height:200px">row {i}</p>' for i in range(60))
 			self._send(page('Long', rows))
+		elif p == '/epoch':
+			self._send(page('Epoch', EPOCH, EPOCH_SCRIPT))
+		elif p == '/epoch-frame':
+			frame = '<iframe id="inner" src="/epoch-inner" width="400" height="120"></iframe>'
+			self._send(page('Epoch frame', frame, EPOCH_SCRIPT))
+		elif p == '/epoch-inner':
+			self._send(page('Inner', '<button id="inner-count" onclick="record(`inner`)">Inner count</button>', EPOCH_SCRIPT))
 		elif p == '/popup':
 			self._send(page('Popup', '<a id="pop" href="/two" target="_blank">open two in new tab</a>'))
 		else:

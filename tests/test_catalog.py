@@ -101,6 +101,37 @@ def test_session_id_is_optional_on_every_browser_tool(ours: dict) -> None:
 		assert 'session_id' not in schema.get('required', []), name
 
 
+# Arguments this server adds to upstream's tools: optional, and when omitted the tool does what upstream's does.
+ADDED_ARGUMENTS = {'session_id', 'include_state'}
+REPORTS_STATE = {
+	'browser_navigate',
+	'browser_click',
+	'browser_type',
+	'browser_send_keys',
+	'browser_scroll',
+	'browser_go_back',
+	'browser_switch_tab',
+	'browser_close_tab',
+}
+
+
+def test_arguments_added_to_upstream_tools_are_optional(upstream: dict, ours: dict) -> None:
+	for name, up in upstream.items():
+		schema = ours[name]['inputSchema']
+		added = set(schema['properties']) - set(up['inputSchema'].get('properties', {}))
+		assert added <= ADDED_ARGUMENTS, f'{name}: arguments upstream does not have: {added - ADDED_ARGUMENTS}'
+		assert not added & set(schema.get('required', [])), f'{name}: an added argument is required'
+
+
+def test_include_state_is_offered_by_the_tools_that_change_the_page_and_off_by_default(ours: dict) -> None:
+	offering = {name for name, listed in ours.items() if 'include_state' in listed['inputSchema']['properties']}
+	assert offering == REPORTS_STATE
+	for name in offering:
+		prop = ours[name]['inputSchema']['properties']['include_state']
+		assert (prop['type'], prop['default']) == ('boolean', False), name
+		assert 'browser_get_state' in prop['description'], name
+
+
 def test_admin_tools_keep_upstream_shape(ours: dict) -> None:
 	assert ours['browser_close_session']['inputSchema']['required'] == ['session_id']
 	assert ours['browser_list_sessions']['inputSchema']['properties'] == {}

@@ -69,6 +69,13 @@ async def test_the_server_advertises_the_output_schemas(catalog: Catalog) -> Non
 	assert {t['name'] for t in wire if 'outputSchema' in t} == STRUCTURED
 
 
+def test_tools_with_include_state_declare_no_output_schema() -> None:
+	"""include_state appends the page state as a text block only: a tool that also declared an output
+	schema would have to carry the state in its structured content too, or its schema would lie."""
+	offering = {t.name for t in ALL_TOOLS if 'include_state' in t.args.model_fields}
+	assert offering and not offering & STRUCTURED
+
+
 def _conforms(model: type[Output], value: dict[str, Any]) -> None:
 	Draft202012Validator(output_model_schema(model)).validate(value)
 

@@ -286,17 +286,12 @@ def test_a_refused_read_fails_closed_and_warns_once(monkeypatch: pytest.MonkeyPa
 
 def test_other_private_reads_fall_back_when_the_attribute_is_not_there() -> None:
 	bare = types.SimpleNamespace()
-	assert internals.selector_indices(bare) is None
-	assert internals.has_cached_state(bare) is None
 	assert internals.root_cdp_client(bare) is None
 	with pytest.raises(internals.Unavailable):
 		internals.downloads_watchdog(bare)
 	with pytest.raises(internals.Unavailable):
 		internals.hook_cdp_event(bare, 'Page.frameNavigated', lambda params, session_id: None)
 	assert internals.mark_intentional_stop(object()) is False
-	cached = types.SimpleNamespace(_cached_selector_map={3: 'c', 1: 'a'}, _cached_browser_state_summary=None)
-	assert internals.selector_indices(cached) == [1, 3]
-	assert internals.has_cached_state(cached) is False
 
 
 # -- private attributes are touched only inside patches/ -----------------------------------------

@@ -66,24 +66,6 @@ READS: tuple[PrivateRead, ...] = (
 		('_security_watchdog',),
 	),
 	PrivateRead(
-		'selector_indices',
-		'BrowserSession._cached_selector_map',
-		'browser-use',
-		(BROWSER_USE_VERSION,),
-		'"element not found" errors leave out the valid indices',
-		{},
-		('_cached_selector_map',),
-	),
-	PrivateRead(
-		'has_cached_state',
-		'BrowserSession._cached_browser_state_summary',
-		'browser-use',
-		(BROWSER_USE_VERSION,),
-		'"element not found" errors leave out whether a state was captured',
-		{},
-		('_cached_browser_state_summary',),
-	),
-	PrivateRead(
 		'downloads_watchdog',
 		'BrowserSession._downloads_watchdog',
 		'browser-use',
@@ -211,24 +193,6 @@ def url_allowed(browser_session: Any, url: str) -> bool:
 		if restricted(browser_session):
 			raise
 		return True
-
-
-def selector_indices(browser_session: Any) -> list[int] | None:
-	"""The element indices of the session's last captured state, sorted; None when unreadable."""
-	try:
-		_guarded('selector_indices')
-		return sorted((browser_session._cached_selector_map or {}).keys())
-	except Exception:
-		return None
-
-
-def has_cached_state(browser_session: Any) -> bool | None:
-	"""Whether the session has captured a state since its page last changed; None when unreadable."""
-	try:
-		_guarded('has_cached_state')
-		return browser_session._cached_browser_state_summary is not None
-	except Exception:
-		return None
 
 
 def downloads_watchdog(browser_session: Any) -> Any:

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from browser_use_mcp.errors import InvalidArgument
 from browser_use_mcp.sessions import SessionRegistry, SessionState
@@ -60,6 +60,17 @@ class Output(BaseModel):
 		return self.model_dump(mode='json')
 
 
+# The optional argument of the tools that change the page: the catalogue appends the page state
+# after the action, and its indices become the session's current ones (``tools.common``).
+IncludeState = Annotated[
+	bool,
+	Field(
+		description='Also return the page state after this action, exactly as browser_get_state would, as a second '
+		'text block; its element indices are then the current ones. Saves a browser_get_state call.'
+	),
+]
+
+
 # A JSON number that stays an int when it is one (pydantic's ``float`` would turn 600 into 600.0
 # and change the text a client already parses); advertised as plain "number".
 Number = Annotated[int | float, WithJsonSchema({'type': 'number'})]
@@ -83,6 +94,7 @@ class Reply(Generic[OutputT]):
 	images: list[Image] = field(default_factory=list)
 	structured: dict[str, Any] | None = None
 	notes: list[str] = field(default_factory=list)
+	page_state: str | None = None  # the page after the action (include_state): the second text block
 
 
 def as_json(value: Any) -> str:

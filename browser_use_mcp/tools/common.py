@@ -1,13 +1,16 @@
-"""Small helpers the tool handlers share: dispatching browser-use events and finding things."""
+"""Small helpers the tool handlers share: dispatching browser-use events, finding things, and the
+page state whose element indices the index-taking tools use (its epoch)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, TabNotFound
+from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
 from browser_use_mcp.patches import internals
+from browser_use_mcp.tools.base import Image, Reply, as_json
 
 if TYPE_CHECKING:
 	from browser_use_mcp.sessions import SessionState
@@ -64,25 +67,163 @@ async def open_url(state: SessionState, url: str, new_tab: bool, action: str) ->
 	await dispatch(state, NavigateToUrlEvent(url=url, new_tab=new_tab), action)
 
 
+@dataclass(frozen=True)
+class PageEpoch:
+	"""What one page state showed (browser_get_state, or include_state): the focused tab, the
+	document in its main frame, and the elements by index. An index is used only while its tab is
+	still the focused one, that document still loaded and its element still attached: anything
+	else is refused as stale rather than acted on whatever is there now."""
+
+	target_id: str | None
+	loader_id: str | None  # None: unknown, so no index of this state is used
+	elements: dict[int, Any]
+
+
+# In the element's own document and world: attached (shadow roots included) to a document that
+# is still shown in its frame (a document navigated away from has no window).
+ATTACHED = 'function() { return this.isConnected && this.ownerDocument.defaultView !== null; }'
+
+
+async def document_id(state: SessionState) -> tuple[str | None, str | None]:
+	"""The focused tab and the loaderId of its main frame's document. A reload or a cross-document
+	navigation brings a new loaderId; a same-document one (history.pushState, a #fragment) keeps it."""
+	try:
+		cdp = await cdp_page(state)
+		tree = await cdp.cdp_client.send.Page.getFrameTree(session_id=cdp.session_id)
+		return cdp.target_id, tree['frameTree']['frame']['loaderId']
+	except Exception as exc:  # e.g. the tab is gone or between documents: no index is trusted
+		logger.info('could not identify the current document: %s', _first_line(exc))
+		return state.browser_session.agent_focus_target_id, None
+
+
+async def is_attached(state: SessionState, node: Any) -> bool:
+	"""Whether ``node`` is still attached to a live document, asked in the CDP session it was
+	captured in: a backendNodeId means nothing in another renderer (or names another node)."""
+	try:
+		cdp = await state.browser_session.cdp_client_for_node(node)
+		if node.session_id and cdp.session_id != node.session_id:
+			return False  # the session of its frame is gone, and so is the node
+		send, session_id = cdp.cdp_client.send, cdp.session_id
+		resolved = await send.DOM.resolveNode(params={'backendNodeId': node.backend_node_id}, session_id=session_id)
+		object_id = resolved['object']['objectId']
+		try:
+			params = {'functionDeclaration': ATTACHED, 'objectId': object_id, 'returnByValue': True}
+			checked = await send.Runtime.callFunctionOn(params=params, session_id=session_id)
+		finally:
+			await send.Runtime.releaseObject(params={'objectId': object_id}, session_id=session_id)
+	except Exception as exc:  # "No node with given id found": its document or the node itself is gone
+		logger.debug('element %s counts as detached: %s', node.backend_node_id, _first_line(exc))
+		return False
+	return checked.get('result', {}).get('value') is True
+
+
+def _not_found(index: int, hint: str) -> ElementNotFound:
+	return ElementNotFound(
+		f'Element with index {index} not found in the last browser_get_state of this session. {hint} '
+		'Call browser_get_state to refresh the element indices, then retry with an index from it.'
+	)
+
+
+def _stale(index: int, why: str) -> StaleElement:
+	return StaleElement(
+		f'Element with index {index} is stale: {why} since the last browser_get_state of this session. Nothing was '
+		'done. Call browser_get_state for the current indices, then retry with an index from it.'
+	)
+
+
+def _document_change(then: PageEpoch, now: tuple[str | None, str | None]) -> str | None:
+	"""Why the page is no longer the one ``then`` showed, or None if it still is."""
+	target, loader = now
+	if target != then.target_id:
+		return 'another tab has become the current one (tabs were switched, opened or closed)'
+	if then.loader_id is None or loader is None:
+		return 'the page could not be confirmed to be the same document'
+	if loader != then.loader_id:
+		return 'the page has loaded a new document (it navigated or reloaded)'
+	return None
+
+
+async def _no_node() -> bool:
+	return False
+
+
 async def element(state: SessionState, index: int) -> Any:
-	node = await state.browser_session.get_dom_element_by_index(index)
+	"""The element ``index`` names in the session's last page state, if it still names it there."""
+	epoch: PageEpoch | None = state.page_epoch
+	if epoch is None:
+		raise _not_found(index, 'No state has been captured yet.')
+	node = epoch.elements.get(index)
+	now, attached = await asyncio.gather(document_id(state), _no_node() if node is None else is_attached(state, node))
+	changed = _document_change(epoch, now)
+	if changed:
+		raise _stale(index, changed)
 	if node is None:
-		bs = state.browser_session
-		known = internals.selector_indices(bs)
-		captured = internals.has_cached_state(bs)
-		if known:
-			hint = f' Valid indices now: {known[0]}-{known[-1]}.'
-		elif known is None or captured is None:
-			hint = ''  # browser-use's caches cannot be read here
-		elif captured:
-			hint = ' The last state had no interactive elements.'
-		else:
-			hint = ' No state has been captured yet.'
-		raise ElementNotFound(
-			f'Element with index {index} not found in the last browser_get_state of this session.{hint} '
-			'Call browser_get_state to refresh the element indices, then retry with an index from it.'
-		)
+		known = sorted(epoch.elements)
+		hint = f'Valid indices now: {known[0]}-{known[-1]}.' if known else 'The last state had no interactive elements.'
+		raise _not_found(index, hint)
+	if not attached:
+		raise _stale(index, 'the element it named has been removed from the page or replaced')
 	return node
+
+
+def _element_info(index: int, node: Any) -> dict[str, Any]:
+	info: dict[str, Any] = {'index': index, 'tag': node.tag_name, 'text': node.get_all_children_text(max_depth=2)[:100]}
+	for attr in ('placeholder', 'href'):
+		if node.attributes.get(attr):
+			info[attr] = node.attributes[attr]
+	return info
+
+
+async def capture_state(state: SessionState, include_screenshot: bool = False) -> Reply:
+	"""The focused page as browser_get_state describes it. Its indices become the session's current
+	ones: a new page epoch, whose document is read first (a navigation during the capture then makes
+	its indices stale, never wrong)."""
+	bs = state.browser_session
+	target_id, loader_id = await document_id(state)
+	summary = await bs.get_browser_state_summary(include_screenshot=include_screenshot)
+	elements = {} if summary.state_error else dict(summary.dom_state.selector_map)
+	state.page_epoch = PageEpoch(target_id, loader_id, elements)
+	if summary.state_error:
+		raise BrowserActionFailed(f'Could not capture the page state: {summary.state_error}')
+	titles = await tab_titles(state)
+	focus = bs.agent_focus_target_id
+	title = await current_title(state)
+	if focus and title is not None:
+		titles[focus] = title
+	result: dict[str, Any] = {
+		'url': summary.url,
+		'title': title if title is not None else titles.get(focus, summary.title),
+		'tabs': [{'url': t.url, 'title': titles.get(t.target_id, t.title)} for t in summary.tabs],
+		'interactive_elements': [],
+	}
+	if summary.page_info:
+		pi = summary.page_info
+		result['viewport'] = {'width': pi.viewport_width, 'height': pi.viewport_height}
+		result['page'] = {'width': pi.page_width, 'height': pi.page_height}
+		result['scroll'] = {'x': pi.scroll_x, 'y': pi.scroll_y}
+	result['interactive_elements'] = [_element_info(i, n) for i, n in elements.items()]
+	images = []
+	if include_screenshot and summary.screenshot:
+		images.append(Image(summary.screenshot))
+		if summary.page_info:
+			result['screenshot_dimensions'] = {
+				'width': summary.page_info.viewport_width,
+				'height': summary.page_info.viewport_height,
+			}
+	return Reply(as_json(result), images=images)
+
+
+async def with_page_state(state: SessionState, reply: Reply) -> Reply:
+	"""``reply`` with the page state after its action as a second text block (include_state). The
+	action has happened whatever the capture does, so a failed capture is said there, not raised."""
+	try:
+		reply.page_state = (await capture_state(state)).text
+	except Exception as exc:
+		if not isinstance(exc, BrowserActionFailed):
+			logger.warning('could not capture the page state after the action: %s', _first_line(exc))
+		why = exc.message if isinstance(exc, BrowserActionFailed) else f'Could not capture the page state: {_first_line(exc)}'
+		reply.page_state = f'{why.rstrip(".")}. Call browser_get_state before using element indices.'
+	return reply
 
 
 async def cdp_page(state: SessionState) -> Any:

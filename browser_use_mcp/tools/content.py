@@ -11,57 +11,21 @@ from pydantic import Field, JsonValue
 from browser_use_mcp.errors import BrowserActionFailed
 from browser_use_mcp.llm import make_llm
 from browser_use_mcp.sessions import SessionState
-from browser_use_mcp.tools.base import Args, Call, Image, Output, Reply, as_json, tool
-from browser_use_mcp.tools.common import current_title, evaluate, tab_titles, viewport_size
+from browser_use_mcp.tools.base import Args, Call, Image, Output, Reply, tool
+from browser_use_mcp.tools.common import capture_state, evaluate, viewport_size
 
 
 class GetStateArgs(Args):
 	include_screenshot: bool = Field(False, description='Also return a screenshot of the viewport as an image.')
 
 
-def _element_info(index: int, node: Any) -> dict[str, Any]:
-	info: dict[str, Any] = {'index': index, 'tag': node.tag_name, 'text': node.get_all_children_text(max_depth=2)[:100]}
-	for attr in ('placeholder', 'href'):
-		if node.attributes.get(attr):
-			info[attr] = node.attributes[attr]
-	return info
-
-
 @tool('Read the page state', read_only=True, open_world=False)
 async def browser_get_state(state: SessionState, args: GetStateArgs, call: Call) -> Reply:
 	"""Describe the session's current page: URL, title, open tabs, viewport and scroll position, and the
 	interactive elements with the indices that browser_click and browser_type take. Call it again after
-	the page changes: indices refer to the latest state only."""
-	bs = state.browser_session
-	summary = await bs.get_browser_state_summary(include_screenshot=args.include_screenshot)
-	if summary.state_error:
-		raise BrowserActionFailed(f'Could not capture the page state: {summary.state_error}')
-	titles = await tab_titles(state)
-	focus = bs.agent_focus_target_id
-	title = await current_title(state)
-	if focus and title is not None:
-		titles[focus] = title
-	result: dict[str, Any] = {
-		'url': summary.url,
-		'title': title if title is not None else titles.get(focus, summary.title),
-		'tabs': [{'url': t.url, 'title': titles.get(t.target_id, t.title)} for t in summary.tabs],
-		'interactive_elements': [],
-	}
-	if summary.page_info:
-		pi = summary.page_info
-		result['viewport'] = {'width': pi.viewport_width, 'height': pi.viewport_height}
-		result['page'] = {'width': pi.page_width, 'height': pi.page_height}
-		result['scroll'] = {'x': pi.scroll_x, 'y': pi.scroll_y}
-	result['interactive_elements'] = [_element_info(i, n) for i, n in summary.dom_state.selector_map.items()]
-	images = []
-	if args.include_screenshot and summary.screenshot:
-		images.append(Image(summary.screenshot))
-		if summary.page_info:
-			result['screenshot_dimensions'] = {
-				'width': summary.page_info.viewport_width,
-				'height': summary.page_info.viewport_height,
-			}
-	return Reply(as_json(result), images=images)
+	the page changes: indices refer to the latest state only, and one whose page has changed since
+	(another tab, a navigation or reload, its element removed) is refused, never used on another element."""
+	return await capture_state(state, args.include_screenshot)
 
 
 class GetHtmlArgs(Args):

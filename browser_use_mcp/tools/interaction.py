@@ -8,7 +8,7 @@ from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
-from browser_use_mcp.tools.base import Args, Call, tool
+from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
 from browser_use_mcp.tools.common import current_url, dispatch, element, open_url, viewport_size
 
 
@@ -25,6 +25,7 @@ class ClickArgs(Args):
 		None, ge=0, description='Vertical position in CSS pixels from the top edge of the viewport; needs coordinate_x.'
 	)
 	new_tab: bool = Field(False, description='If the element is a link, open its target in a new tab instead of clicking.')
+	include_state: IncludeState = False
 
 
 def _check_click(result: object) -> None:
@@ -70,6 +71,7 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 class TypeArgs(Args):
 	index: int = Field(ge=0, description='Index of the input element, from browser_get_state.')
 	text: str = Field(description='Text to type; the field is cleared first. An empty string just clears the field.')
+	include_state: IncludeState = False
 
 
 def _sensitive_kind(text: str) -> str | None:
@@ -107,6 +109,7 @@ class SendKeysArgs(Args):
 		description='A key or shortcut for the focused element: "Enter", "Escape", "Tab", "ArrowDown", "Control+a", '
 		'"Shift+Tab", or plain text to type key by key.',
 	)
+	include_state: IncludeState = False
 
 
 @tool('Press keys', destructive=True, idempotent=False, open_world=True)

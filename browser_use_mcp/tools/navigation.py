@@ -9,7 +9,7 @@ from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
-from browser_use_mcp.tools.base import Args, Call, NoArgs, tool
+from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
 from browser_use_mcp.tools.common import dispatch, open_url
 
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
@@ -27,6 +27,7 @@ def check_url(url: str) -> None:
 class NavigateArgs(Args):
 	url: str = Field(min_length=1, description='The URL to open, e.g. https://example.com.')
 	new_tab: bool = Field(False, description='Open the URL in a new tab instead of the current one.')
+	include_state: IncludeState = False
 
 
 @tool('Open a URL', destructive=False, idempotent=False, open_world=True)
@@ -41,8 +42,12 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 	return f'Opened new tab with URL: {args.url}' if args.new_tab else f'Navigated to: {args.url}'
 
 
+class GoBackArgs(Args):
+	include_state: IncludeState = False
+
+
 @tool('Go back', destructive=False, idempotent=False, open_world=True)
-async def browser_go_back(state: SessionState, args: NoArgs, call: Call) -> str:
+async def browser_go_back(state: SessionState, args: GoBackArgs, call: Call) -> str:
 	"""Go back one entry in the current tab's history."""
 	from browser_use.browser.events import GoBackEvent
 
@@ -52,6 +57,7 @@ async def browser_go_back(state: SessionState, args: NoArgs, call: Call) -> str:
 
 class ScrollArgs(Args):
 	direction: Literal['up', 'down'] = Field('down', description='Which way to scroll.')
+	include_state: IncludeState = False
 
 
 @tool('Scroll the page', destructive=False, idempotent=False, open_world=False)

@@ -7,7 +7,7 @@ import asyncio
 from pydantic import Field
 
 from browser_use_mcp.sessions import SessionState
-from browser_use_mcp.tools.base import Args, Call, NoArgs, Output, Reply, as_json, tool
+from browser_use_mcp.tools.base import Args, Call, IncludeState, NoArgs, Output, Reply, as_json, tool
 from browser_use_mcp.tools.common import current_url, dispatch, list_tabs, public_tabs, resolve_tab, tab_titles
 
 
@@ -30,6 +30,7 @@ async def browser_list_tabs(state: SessionState, args: NoArgs, call: Call) -> Re
 
 class TabArgs(Args):
 	tab_id: str = Field(min_length=1, max_length=64, description='The 4-character tab_id from browser_list_tabs.')
+	include_state: IncludeState = False
 
 
 @tool('Switch tab', destructive=False, idempotent=True, open_world=False)

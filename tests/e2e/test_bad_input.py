@@ -53,6 +53,8 @@ CORPUS: list[tuple[str, dict, tuple[str, ...]]] = [
 	('browser_type', {'index': 9999, 'text': 'x'}, ('Element with index 9999 not found',)),
 	('browser_type', {'index': 0}, ('text', 'required')),
 	('browser_type', {'text': 'x'}, ('index', 'required')),
+	('browser_type', {'index': 0, 'text': 'x', 'include_state': 'yes'}, ('include_state', 'boolean')),
+	('browser_go_back', {'include_state': 1}, ('include_state', 'boolean')),
 	('browser_scroll', {'direction': 'sideways'}, ('direction', "'up' or 'down'")),
 	('browser_get_state', {'include_screenshot': 'no'}, ('include_screenshot', 'boolean')),
 	('browser_get_html', {'selector': '##bad[['}, ('Invalid CSS selector',)),
@@ -176,13 +178,17 @@ SHAPES: dict[str, dict[str, tuple[bool, Accepts]]] = {
 		'coordinate_x': (False, _optional(_index)),
 		'coordinate_y': (False, _optional(_index)),
 		'new_tab': (False, _boolean),
+		'include_state': (False, _boolean),
 	},
-	'browser_type': {'index': (True, _index), 'text': (True, _text())},
-	'browser_scroll': {'direction': (False, lambda v: type(v) is str and v in ('up', 'down'))},
+	'browser_type': {'index': (True, _index), 'text': (True, _text()), 'include_state': (False, _boolean)},
+	'browser_scroll': {
+		'direction': (False, lambda v: type(v) is str and v in ('up', 'down')),
+		'include_state': (False, _boolean),
+	},
 	'browser_get_html': {'selector': (False, _optional(_text(1)))},
-	'browser_switch_tab': {'tab_id': (True, _text(1, 64))},
-	'browser_close_tab': {'tab_id': (True, _text(1, 64))},
-	'browser_send_keys': {'keys': (True, _text(1, 200))},
+	'browser_switch_tab': {'tab_id': (True, _text(1, 64)), 'include_state': (False, _boolean)},
+	'browser_close_tab': {'tab_id': (True, _text(1, 64)), 'include_state': (False, _boolean)},
+	'browser_send_keys': {'keys': (True, _text(1, 200)), 'include_state': (False, _boolean)},
 	'browser_get_state': {'include_screenshot': (False, _boolean)},
 }
 
@@ -195,6 +201,7 @@ NEAR: dict[str, st.SearchStrategy[Any]] = {
 	'coordinate_y': st.integers(-5, 1000),
 	'new_tab': st.booleans(),
 	'include_screenshot': st.booleans(),
+	'include_state': st.booleans(),
 	'text': st.text(max_size=20),
 	'direction': st.sampled_from(['up', 'down', 'Up', 'left', '']),
 	'selector': st.sampled_from(['a', 'h1', 'body > *', '#nope', '##bad[[', '', 'a[href="/"]']),
@@ -223,14 +230,20 @@ def _click(a: dict[str, Any], r: Any) -> None:
 	elif index is None:
 		_either(r, False, ('Provide either index',))
 	else:
-		errors = (f'Element with index {index} not found', f'Click on element {index} failed', 'Click refused')
+		errors = (
+			f'Element with index {index} not found',
+			f'Element with index {index} is stale',
+			f'Click on element {index} failed',
+			'Click refused',
+		)
 		_either(r, r.text.startswith(f'Clicked element {index}'), errors)
 
 
 def _type(a: dict[str, Any], r: Any) -> None:
 	i = a['index']
 	typed = r.text.startswith('Typed ') and r.text.endswith(f' into element {i}')
-	_either(r, typed, (f'Element with index {i} not found', f'Typing into element {i} failed'))
+	errors = (f'Element with index {i} not found', f'Element with index {i} is stale', f'Typing into element {i} failed')
+	_either(r, typed, errors)
 
 
 def _get_html(a: dict[str, Any], r: Any) -> None:
@@ -287,6 +300,9 @@ def check_answer(tool: str, arguments: dict[str, Any], result: Any) -> None:
 		assert result.is_error and 'session_id must be a string' in result.text, result.text[:300]
 		return
 	OUTCOMES[tool](given, result)
+	if given.get('include_state') is True and not result.is_error:  # the page state follows the usual text
+		after = result.texts[1] if len(result.texts) > 1 else ''
+		assert after.startswith('{') or after.startswith('Could not capture the page state'), result.texts[:2]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
