@@ -10,7 +10,6 @@ true, the page state after the handler is appended here too, under the same lock
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from browser_use_mcp.errors import InvalidArgument, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools import ALL_TOOLS
 from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Hints, Reply, Tool
-from browser_use_mcp.tools.common import page_titles, with_page_state
+from browser_use_mcp.tools.common import ensure_focus, with_page_state
 
 logger = logging.getLogger('browser_use_mcp.catalog')
 
@@ -30,8 +29,6 @@ SESSION_ID_SCHEMA = {
 	'creates a new isolated session (its own browser, cookies, tabs and downloads); browser_create_session '
 	'mints one for you.',
 }
-FOCUS_RECOVERY = 0.5  # s browser-use gets to re-focus by itself before we pick a tab
-FOCUS_POLL = 0.05
 
 
 @dataclass(frozen=True)
@@ -101,42 +98,6 @@ class Catalog:
 		reply = _checked(tool, _as_reply(result))
 		reply.notes.extend(state.take_notes())
 		return reply
-
-
-async def ensure_focus(state: SessionState) -> None:
-	"""Make sure the session has a live focused tab before a tool acts.
-
-	When the focused tab goes away (closed by a tool, by the page itself, or crashed),
-	browser-use re-focuses asynchronously, and until it does, navigation is silently skipped
-	and scrolling fails. Give its recovery a moment, then focus the newest open tab (or a
-	new blank one) ourselves. When the browser cannot even list its tabs, say so in the log and
-	let the tool try as things are: its own error is clearer than ours would be.
-	"""
-	bs = state.browser_session
-	loop = asyncio.get_running_loop()
-	deadline = loop.time() + FOCUS_RECOVERY
-	while True:
-		try:
-			live = await page_titles(state)
-		except Exception as exc:
-			logger.warning(
-				'cannot list the tabs to check the focused one (%s: %s); calling the tool as things are',
-				type(exc).__name__,
-				str(exc)[:300],
-			)
-			return
-		if bs.agent_focus_target_id in live:
-			return
-		if loop.time() >= deadline:
-			break
-		await asyncio.sleep(FOCUS_POLL)
-	logger.info('the focused tab is gone; focusing %s', 'the newest tab' if live else 'a new blank tab')
-	if live:
-		target = list(live)[-1]
-	else:
-		created = await bs.cdp_client.send.Target.createTarget(params={'url': 'about:blank'})
-		target = created['targetId']
-	await bs.get_or_create_cdp_session(target_id=target, focus=True)
 
 
 def _as_reply(result: Reply | str) -> Reply:

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger('browser_use_mcp.tools')
 
+FOCUS_RECOVERY = 0.5  # s browser-use gets to re-focus by itself before we pick a tab
+FOCUS_POLL = 0.05
+
 
 def _first_line(exc: BaseException) -> str:
 	text = str(exc).strip() or type(exc).__name__
@@ -328,3 +331,39 @@ async def current_title(state: SessionState) -> str | None:
 		logger.info('could not read the page title: %s', _first_line(exc))
 		return None
 	return title if isinstance(title, str) else None
+
+
+async def ensure_focus(state: SessionState) -> None:
+	"""Make sure the session has a live focused tab before a tool acts.
+
+	When the focused tab goes away (closed by a tool, by the page itself, or crashed),
+	browser-use re-focuses asynchronously, and until it does, navigation is silently skipped
+	and scrolling fails. Give its recovery a moment, then focus the newest open tab (or a
+	new blank one) ourselves. When the browser cannot even list its tabs, say so in the log and
+	let the tool try as things are: its own error is clearer than ours would be.
+	"""
+	bs = state.browser_session
+	loop = asyncio.get_running_loop()
+	deadline = loop.time() + FOCUS_RECOVERY
+	while True:
+		try:
+			live = await page_titles(state)
+		except Exception as exc:
+			logger.warning(
+				'cannot list the tabs to check the focused one (%s: %s); calling the tool as things are',
+				type(exc).__name__,
+				str(exc)[:300],
+			)
+			return
+		if bs.agent_focus_target_id in live:
+			return
+		if loop.time() >= deadline:
+			break
+		await asyncio.sleep(FOCUS_POLL)
+	logger.info('the focused tab is gone; focusing %s', 'the newest tab' if live else 'a new blank tab')
+	if live:
+		target = list(live)[-1]
+	else:
+		created = await bs.cdp_client.send.Target.createTarget(params={'url': 'about:blank'})
+		target = created['targetId']
+	await bs.get_or_create_cdp_session(target_id=target, focus=True)

@@ -8,7 +8,15 @@ from pydantic import Field
 
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, IncludeState, NoArgs, Output, Reply, as_json, tool
-from browser_use_mcp.tools.common import current_url, dispatch, list_tabs, public_tabs, resolve_tab, tab_titles
+from browser_use_mcp.tools.common import (
+	current_url,
+	dispatch,
+	ensure_focus,
+	list_tabs,
+	public_tabs,
+	resolve_tab,
+	tab_titles,
+)
 
 
 class TabInfo(Output):  # field order is the key order of the JSON text
@@ -54,4 +62,5 @@ async def browser_close_tab(state: SessionState, args: TabArgs, call: Call) -> s
 		if target not in await tab_titles(state):
 			break
 		await asyncio.sleep(0.05)
+	await ensure_focus(state)  # closing the focused tab leaves no focus until browser-use or we pick another
 	return f'Closed tab # {args.tab_id}, now on {await current_url(state)}'

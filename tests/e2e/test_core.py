@@ -314,6 +314,16 @@ async def test_tabs_switch_and_close(mcp: Mcp, site: str) -> None:
 	assert len((await mcp.ok('browser_list_tabs', session_id='tabs')).json()) == 1
 
 
+async def test_closing_the_focused_tab_reports_the_tab_now_focused(mcp: Mcp, site: str) -> None:
+	await mcp.ok('browser_navigate', session_id='closefocus', url=f'{site}/')
+	await mcp.ok('browser_navigate', session_id='closefocus', url=f'{site}/two', new_tab=True)
+	tabs = (await mcp.ok('browser_list_tabs', session_id='closefocus')).json()
+	two = next(t for t in tabs if t['url'] == f'{site}/two')
+	r = await mcp.ok('browser_close_tab', session_id='closefocus', tab_id=two['tab_id'])
+	assert r.text == f'Closed tab # {two["tab_id"]}, now on {site}/'
+	assert (await get_state(mcp, 'closefocus'))['url'] == f'{site}/'
+
+
 async def test_type_send_keys_evaluate_html_and_screenshot(mcp: Mcp, site: str) -> None:
 	await mcp.ok('browser_navigate', session_id='misc', url=f'{site}/form')
 	state = await get_state(mcp, 'misc')
