@@ -172,7 +172,7 @@ class SessionOptions(BaseModel):
 		description=f'The page size in CSS pixels, e.g. {{"width": 390, "height": 844}}; each {VIEWPORT_MIN}-{VIEWPORT_MAX}.',
 	)
 	device_scale_factor: float | None = Field(
-		None, gt=0, le=SCALE_MAX, description=f'devicePixelRatio, above 0 and at most {SCALE_MAX:g} (e.g. 3 for a phone).'
+		None, gt=0, le=SCALE_MAX, description='devicePixelRatio, above 0 (e.g. 3 for a phone).'
 	)
 	user_agent: Text | None = Field(None, description='The User-Agent header and navigator.userAgent.')
 	locale: Annotated[str, AfterValidator(_locale)] | None = Field(
