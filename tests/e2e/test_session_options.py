@@ -12,6 +12,7 @@ loopback; a proxied page is one the test's own proxy answers itself.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import threading
@@ -25,14 +26,14 @@ import pytest
 
 from tests.e2e.test_core import evaluate as js
 from tests.e2e.test_core import get_state
-from tests.support import Background, Mcp, isolation_modes, running_server, server_env
+from tests.support import Background, Mcp, RawServer, isolation_modes, server_env
 
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')
 
 NO_DNS = '--host-resolver-rules="MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"'
 PROXIED_HOST = 'proxied.test'  # answered by the test proxy itself; never resolved
-USER, PASSWORD = 'agent', 's3cret-pw'
+USER, PASSWORD = 'login-7f3a', 's3cret-pw'
 
 
 class LoopbackProxy(ThreadingHTTPServer):
@@ -98,11 +99,22 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope='module')
-async def mcp(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> AsyncIterator[Mcp]:
+async def server(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> AsyncIterator[RawServer]:
+	"""The server, its log (stderr) kept for the tests to read."""
 	home = tmp_path_factory.mktemp('options-home')
-	env = server_env(home, BROWSER_USE_MCP_CHROMIUM_ARGS=NO_DNS)
-	async with Background(running_server(home, env=env)) as server:
-		yield server
+	raw = RawServer(home, env=server_env(home, BROWSER_USE_MCP_CHROMIUM_ARGS=NO_DNS))
+	try:
+		yield await raw.start()
+	finally:
+		raw.close_stdin()  # it ends its browsers and exits; stop() makes sure of it
+		await raw.wait(20)
+		await raw.stop()
+
+
+@pytest.fixture(scope='module')
+async def mcp(server: RawServer) -> AsyncIterator[Mcp]:
+	async with Background(server.client()) as client:
+		yield client
 
 
 @pytest.fixture(scope='module')
@@ -140,6 +152,17 @@ async def create(mcp: Mcp, sid: str, **options: Any) -> dict[str, Any]:
 async def listed(mcp: Mcp) -> dict[str, dict[str, Any]]:
 	sessions = (await mcp.ok('browser_list_sessions')).structured['sessions']
 	return {s['session_id']: s for s in sessions}
+
+
+async def tab_at(mcp: Mcp, sid: str, path: str, tries: int = 50) -> dict[str, str]:
+	"""The session's tab showing ``path``, once the browser lists it (a popup opens asynchronously)."""
+	for _ in range(tries):
+		tabs = (await mcp.ok('browser_list_tabs', session_id=sid)).json()
+		found = [t for t in tabs if t['url'].endswith(path)]
+		if found:
+			return found[0]
+		await asyncio.sleep(0.2)
+	raise AssertionError(f'no tab at {path}: {tabs}')
 
 
 async def headers_seen(mcp: Mcp, sid: str, site: str) -> dict[str, str]:
@@ -207,8 +230,7 @@ async def test_new_tabs_and_popups_get_the_options(mcp: Mcp, site: str) -> None:
 	state = await get_state(mcp, 'phone')
 	link = next(e['index'] for e in state['interactive_elements'] if e.get('href') == '/two')
 	await mcp.ok('browser_click', session_id='phone', index=link)
-	tabs = (await mcp.ok('browser_list_tabs', session_id='phone')).json()
-	popup = next(t for t in tabs if t['url'].endswith('/two'))
+	popup = await tab_at(mcp, 'phone', '/two')
 	await mcp.ok('browser_switch_tab', session_id='phone', tab_id=popup['tab_id'])
 	facts = await js(mcp, 'phone', PAGE_FACTS)
 	assert (facts['ua'], facts['tz'], facts['lang']) == ('OptionsTest/1.0 (phone)', 'Asia/Tokyo', 'de-DE')
@@ -231,18 +253,21 @@ async def test_a_proxy_carries_the_session_traffic(mcp: Mcp, proxy: LoopbackProx
 		await mcp.ok('browser_close_session', session_id=sid)
 
 
-async def test_a_proxy_login_is_answered_and_never_shown(mcp: Mcp, login_proxy: LoopbackProxy) -> None:
+async def test_a_proxy_login_is_answered_and_never_shown(mcp: Mcp, login_proxy: LoopbackProxy, server: RawServer) -> None:
 	options = {'server': login_proxy.url, 'username': USER, 'password': PASSWORD}
 	created = await mcp.ok('browser_create_session', session_id='login', proxy=options)
 	assert created.structured['options']['proxy'] == {'server': login_proxy.url, 'credentials': 'redacted'}
 	await mcp.ok('browser_navigate', session_id='login', url=f'http://{PROXIED_HOST}/secret')
 	assert await js(mcp, 'login', 'document.getElementById("via").textContent') == 'via proxy'
 	assert login_proxy.challenged >= 1, 'the proxy asked for a login'
-	assert login_proxy.served == ['/secret']
+	assert login_proxy.served and set(login_proxy.served) == {'/secret'}
 	listing = await mcp.ok('browser_list_sessions')
 	for text in (created.text, listing.text, json.dumps(listing.structured)):
 		assert PASSWORD not in text and USER not in text
 	await mcp.ok('browser_close_session', session_id='login')
+	logged = server.stderr.decode('utf-8', 'replace')
+	assert "session 'login' created" in logged, 'the log is read'
+	assert PASSWORD not in logged
 
 
 async def test_allowed_domains_narrow_the_session(mcp: Mcp, site: str) -> None:
