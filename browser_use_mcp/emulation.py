@@ -14,6 +14,7 @@ import asyncio
 import logging
 from typing import Any
 
+from browser_use_mcp.errors import InvalidArgument
 from browser_use_mcp.patches import internals
 from browser_use_mcp.session_options import SessionOptions
 
@@ -26,32 +27,52 @@ class TabSettings:
 	"""The CDP commands that give one page target the session's options."""
 
 	def __init__(self, options: SessionOptions, default_user_agent: str) -> None:
-		self.commands: list[tuple[str, dict[str, Any]]] = []
+		# (the option it serves, CDP method, params)
+		self.commands: list[tuple[str, str, dict[str, Any]]] = []
 		if options.user_agent is not None or options.locale is not None:
 			ua: dict[str, Any] = {'userAgent': options.user_agent or default_user_agent}
 			if options.locale is not None:
 				ua['acceptLanguage'] = options.locale  # navigator.language(s) and Accept-Language
-			self.commands.append(('Emulation.setUserAgentOverride', ua))
+			self.commands.append(('user_agent' if options.user_agent else 'locale', 'Emulation.setUserAgentOverride', ua))
 		if options.locale is not None:
-			self.commands.append(('Emulation.setLocaleOverride', {'locale': options.locale}))
+			self.commands.append(('locale', 'Emulation.setLocaleOverride', {'locale': options.locale}))
 		if options.timezone is not None:
-			self.commands.append(('Emulation.setTimezoneOverride', {'timezoneId': options.timezone}))
+			self.commands.append(('timezone', 'Emulation.setTimezoneOverride', {'timezoneId': options.timezone}))
 		if options.geolocation is not None:
 			geo = options.geolocation
-			self.commands.append(
-				(
-					'Emulation.setGeolocationOverride',
-					{'latitude': geo.latitude, 'longitude': geo.longitude, 'accuracy': geo.accuracy},
-				)
-			)
+			position = {'latitude': geo.latitude, 'longitude': geo.longitude, 'accuracy': geo.accuracy}
+			self.commands.append(('geolocation', 'Emulation.setGeolocationOverride', position))
 		if options.extra_http_headers:
-			self.commands.append(('Network.enable', {}))
-			self.commands.append(('Network.setExtraHTTPHeaders', {'headers': dict(options.extra_http_headers)}))
+			headers = {'headers': dict(options.extra_http_headers)}
+			self.commands.append(('extra_http_headers', 'Network.enable', {}))
+			self.commands.append(('extra_http_headers', 'Network.setExtraHTTPHeaders', headers))
 
 	async def apply(self, client: Any, session_id: str) -> None:
 		"""Send them on one target's CDP session, in order; raises the first failure."""
-		for method, params in self.commands:
+		for _, method, params in self.commands:
 			await asyncio.wait_for(client.send_raw(method, params, session_id=session_id), APPLY_TIMEOUT)
+
+	async def apply_first(self, client: Any, session_id: str) -> None:
+		"""As ``apply``, on the session's first tab: a value Chromium itself rejects (a locale or
+		time zone its ICU does not know) is the caller's bad input, named as such."""
+		for option, method, params in self.commands:
+			try:
+				await asyncio.wait_for(client.send_raw(method, params, session_id=session_id), APPLY_TIMEOUT)
+			except Exception as exc:
+				said = _cdp_message(exc)
+				if 'invalid' in said.lower() and option in ('locale', 'timezone', 'user_agent'):
+					raise InvalidArgument(
+						f'{option}: the browser does not accept this value ({said}). Use another value, or omit {option}.'
+					) from None
+				raise
+
+
+def _cdp_message(exc: Exception) -> str:
+	"""Chromium's own words from a failed CDP command (cdp-use raises the error object as is)."""
+	first = exc.args[0] if exc.args else None
+	if isinstance(first, dict) and isinstance(first.get('message'), str):
+		return first['message'][:200]
+	return str(exc)[:200]
 
 
 async def install(browser_session: Any, options: SessionOptions) -> None:
@@ -104,4 +125,4 @@ async def install(browser_session: Any, options: SessionOptions) -> None:
 		cdp = await browser_session.get_or_create_cdp_session(target.target_id, focus=False)
 		if cdp.session_id not in done:
 			done.add(cdp.session_id)
-			await settings.apply(root, cdp.session_id)
+			await settings.apply_first(root, cdp.session_id)

@@ -176,7 +176,7 @@ class BrowserProvider(ABC):
 				# bus makes it log a "FATAL" for a launch that was merely called off
 				endpoint.releasing = True
 				await stop_everything(session, endpoint, tasks)
-				if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+				if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, InvalidArgument)):
 					raise
 				suffix = endpoint.death_detail() if not endpoint.alive() else ''
 				if isinstance(exc, TimeoutError):

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from browser_use_mcp.browser import session_digest
 from tests.e2e.test_core import evaluate as js
 from tests.e2e.test_core import get_state
 from tests.support import Background, Mcp, RawServer, isolation_modes, server_env
@@ -154,15 +155,16 @@ async def listed(mcp: Mcp) -> dict[str, dict[str, Any]]:
 	return {s['session_id']: s for s in sessions}
 
 
-async def tab_at(mcp: Mcp, sid: str, path: str, tries: int = 50) -> dict[str, str]:
-	"""The session's tab showing ``path``, once the browser lists it (a popup opens asynchronously)."""
+async def tab_titled(mcp: Mcp, sid: str, title: str, tries: int = 50) -> dict[str, str]:
+	"""The session's tab showing a page titled ``title``, once the browser lists it (a popup opens
+	asynchronously, and browser-use may not know its URL yet)."""
 	for _ in range(tries):
 		tabs = (await mcp.ok('browser_list_tabs', session_id=sid)).json()
-		found = [t for t in tabs if t['url'].endswith(path)]
+		found = [t for t in tabs if t['title'] == title]
 		if found:
 			return found[0]
 		await asyncio.sleep(0.2)
-	raise AssertionError(f'no tab at {path}: {tabs}')
+	raise AssertionError(f'no tab titled {title!r}: {tabs}')
 
 
 async def headers_seen(mcp: Mcp, sid: str, site: str) -> dict[str, str]:
@@ -230,8 +232,9 @@ async def test_new_tabs_and_popups_get_the_options(mcp: Mcp, site: str) -> None:
 	state = await get_state(mcp, 'phone')
 	link = next(e['index'] for e in state['interactive_elements'] if e.get('href') == '/two')
 	await mcp.ok('browser_click', session_id='phone', index=link)
-	popup = await tab_at(mcp, 'phone', '/two')
+	popup = await tab_titled(mcp, 'phone', 'Page Two')
 	await mcp.ok('browser_switch_tab', session_id='phone', tab_id=popup['tab_id'])
+	assert await js(mcp, 'phone', 'location.pathname') == '/two'
 	facts = await js(mcp, 'phone', PAGE_FACTS)
 	assert (facts['ua'], facts['tz'], facts['lang']) == ('OptionsTest/1.0 (phone)', 'Asia/Tokyo', 'de-DE')
 	assert (await headers_seen(mcp, 'phone', site))['x-options-test'] == 'phone-1'
@@ -292,6 +295,7 @@ BAD: list[tuple[dict[str, Any], tuple[str, ...]]] = [
 	({'device_scale_factor': 0}, ('device_scale_factor', 'greater than 0')),
 	({'device_scale_factor': 9}, ('device_scale_factor', '5')),
 	({'timezone': 'Mars/Olympus_Mons'}, ('timezone', 'IANA')),
+	({'timezone': 'posixrules'}, ('timezone',)),  # in the tz database, but not a zone Chromium accepts
 	({'locale': 'german please'}, ('locale', 'BCP 47')),
 	({'proxy': {'server': 'ftp://127.0.0.1:21'}}, ('proxy.server', 'socks5')),
 	({'proxy': {'server': 'http://127.0.0.1'}}, ('proxy.server', 'port')),
@@ -321,7 +325,9 @@ async def test_bad_options_are_refused_and_create_nothing(mcp: Mcp, options: dic
 
 
 def session_dirs(mcp: Mcp) -> set[Path]:
-	return set((mcp.home / 'state').glob('srv-*/s-*'))
+	"""The sessions' directories (not those of shared Chromiums, which come and go by themselves)."""
+	shared = f's-{session_digest("local", "shared-browser")}-'
+	return {p for p in (mcp.home / 'state').glob('srv-*/s-*') if not p.name.startswith(shared)}
 
 
 async def test_options_are_only_for_a_new_session(mcp: Mcp, site: str) -> None:
