@@ -162,9 +162,6 @@ class ContextEndpoint(Endpoint):
 
 
 class SharedProvider(BrowserProvider):
-	def launch_args(self) -> tuple[str, ...]:
-		return self.launcher.user_args
-
 	def __init__(
 		self,
 		launcher: ProcessProvider,
@@ -185,6 +182,9 @@ class SharedProvider(BrowserProvider):
 		self.router = ContextRouter()
 		self._lock = asyncio.Lock()
 		self._retiring: set[asyncio.Task[None]] = set()
+
+	def launch_args(self) -> tuple[str, ...]:
+		return self.launcher.user_args  # the shared Chromiums are launched as a session's own
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> ContextEndpoint:
 		with outside_scopes():  # shared by many sessions: closing this one must not stop them
