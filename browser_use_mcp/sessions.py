@@ -50,6 +50,7 @@ from browser_use_mcp.errors import (
 )
 from browser_use_mcp.pool import BrowserPool, Spare
 from browser_use_mcp.providers import Browser, BrowserProvider
+from browser_use_mcp.session_options import SessionOptions
 
 logger = logging.getLogger('browser_use_mcp.sessions')
 
@@ -153,6 +154,7 @@ class SessionState:
 	closed_reason: str | None = None
 	calls: set[asyncio.Task[Any]] = field(default_factory=set)  # tool calls running in it now
 	file_system: Any = None  # browser-use's FileSystem in the session's files directory
+	options: SessionOptions | None = None  # what browser_create_session made it with (None: server defaults)
 	_tools: Any = None
 
 	@property
@@ -412,8 +414,11 @@ class SessionRegistry:
 	def count(self) -> int:
 		return len(self._sessions) + len(self._creating)
 
-	async def resolve(self, principal: str, session_id: str | None, *, create: bool = True) -> SessionState:
-		"""The live session for this id; created on first use; SessionLost once after a loss."""
+	async def resolve(
+		self, principal: str, session_id: str | None, *, create: bool = True, options: SessionOptions | None = None
+	) -> SessionState:
+		"""The live session for this id; created on first use (with ``options``, if it is created
+		by this call); SessionLost once after a loss."""
 		sid = self.normalize_id(session_id)
 		key = (principal, sid)
 		await self.ready()
@@ -446,17 +451,44 @@ class SessionRegistry:
 						f'Cannot create session {sid!r}: the server {held} (--max-sessions {self.config.max_sessions}). '
 						'Close one you no longer need with browser_close_session (browser_list_sessions shows yours), then retry.'
 					)
-				task = asyncio.create_task(self._create(principal, sid), name=f'create-session-{sid[:40]}', context=tagged(sid))
+				task = asyncio.create_task(
+					self._create(principal, sid, options), name=f'create-session-{sid[:40]}', context=tagged(sid)
+				)
 				self._creating[key] = task
 				task.add_done_callback(lambda _t, k=key: self._creating.pop(k, None))
 			return await asyncio.shield(task)
 
-	async def create(self, principal: str, session_id: str | None) -> tuple[SessionState, bool]:
-		"""For browser_create_session: (state, created_now)."""
+	async def create(
+		self, principal: str, session_id: str | None, options: SessionOptions | None = None
+	) -> tuple[SessionState, bool]:
+		"""For browser_create_session: (state, created_now). Options are for a new session only:
+		with options, an id that is already open is refused rather than returned unchanged."""
 		sid = new_session_id() if session_id is None else self.normalize_id(session_id)
+		if options is not None and options.empty:
+			options = None
+		if options is not None:
+			self._refuse_existing(principal, sid)
+			await self.ready()
+			provider = self.default_provider if sid == DEFAULT_SESSION_ID else self.provider
+			assert provider is not None
+			provider.check_options(options)  # before anything is made
+			self._refuse_existing(principal, sid)
 		existed = self.exists(principal, sid)
-		state = await self.resolve(principal, sid)
+		state = await self.resolve(principal, sid, options=options)
+		if options is not None and state.options is not options:
+			raise self._existing_error(sid)  # another call created it first, without these options
 		return state, not existed
+
+	def _refuse_existing(self, principal: str, session_id: str) -> None:
+		if self.exists(principal, session_id):
+			raise self._existing_error(session_id)
+
+	@staticmethod
+	def _existing_error(session_id: str) -> InvalidArgument:
+		return InvalidArgument(
+			f'Session {session_id!r} is already open; options apply only when a session is created. Close it first '
+			'(browser_close_session) and create it again with the options, or call without options to use it as it is.'
+		)
 
 	# -- running a call ----------------------------------------------------------------------
 
@@ -621,7 +653,7 @@ class SessionRegistry:
 
 	# -- creation ----------------------------------------------------------------------------
 
-	async def _create(self, principal: str, session_id: str) -> SessionState:
+	async def _create(self, principal: str, session_id: str, options: SessionOptions | None = None) -> SessionState:
 		assert self._state_dir is not None and self.provider is not None, 'registry not started'
 		is_default = session_id == DEFAULT_SESSION_ID
 		notes: list[str] = []
@@ -629,11 +661,12 @@ class SessionRegistry:
 		if restarted is not None:
 			notes.append(restarted.restart_note())
 		dirs = self._default_dirs(notes) if is_default and self.single_principal else None
-		spare = await self.pool.claim() if not is_default and self.pool is not None else None
+		# spares are launched with the server's defaults: a session made to order gets its own
+		spare = await self.pool.claim() if not is_default and self.pool is not None and options is None else None
 		if spare is not None:
 			dirs, browser = spare.dirs, spare.browser
 		else:
-			dirs, browser = await self._launch(principal, session_id, dirs, notes, is_default)
+			dirs, browser = await self._launch(principal, session_id, dirs, notes, is_default, options)
 		try:
 			from browser_use.filesystem.file_system import FileSystem
 
@@ -650,6 +683,7 @@ class SessionRegistry:
 			is_default=is_default,
 			notes=notes,
 			file_system=file_system,
+			options=options,
 		)
 		if self._shutting_down:
 			await Spare(dirs, browser).discard()
@@ -660,7 +694,13 @@ class SessionRegistry:
 		return state
 
 	async def _launch(
-		self, principal: str, session_id: str, dirs: SessionDirs | None, notes: list[str], is_default: bool
+		self,
+		principal: str,
+		session_id: str,
+		dirs: SessionDirs | None,
+		notes: list[str],
+		is_default: bool,
+		options: SessionOptions | None = None,
 	) -> tuple[SessionDirs, Browser]:
 		"""A browser on ``dirs`` (fresh temporary ones if None); nothing is left behind on failure."""
 		provider = self.default_provider if is_default else self.provider
@@ -668,12 +708,12 @@ class SessionRegistry:
 		if dirs is None:
 			dirs = self._state_dir.new_session_dirs(principal, session_id)
 		try:
-			return dirs, await provider.open(dirs)
+			return dirs, await provider.open(dirs, options)
 		except BrowserStartFailed as exc:
 			if not dirs.temporary and 'Singleton' in str(exc):
 				# lost a race for the persistent profile: fall back like a locked profile
 				notes.append(self._fallback_note(dirs.profile, None))
-				return await self._launch(principal, session_id, None, notes, is_default)
+				return await self._launch(principal, session_id, None, notes, is_default, options)
 			dirs.remove()  # temporary ones only
 			raise
 		except BaseException:

@@ -6,6 +6,7 @@ Every page is static HTML built here; nothing leaves loopback.
 from __future__ import annotations
 
 import html
+import json
 import threading
 import time
 from http.cookies import SimpleCookie
@@ -136,6 +137,9 @@ class Handler(BaseHTTPRequestHandler):
 			self._send(page('Epoch frame', frame, EPOCH_SCRIPT))
 		elif p == '/epoch-inner':
 			self._send(page('Inner', '<button id="inner-count" onclick="record(`inner`)">Inner count</button>', EPOCH_SCRIPT))
+		elif p == '/headers':  # the request's headers, as the page server got them
+			shown = html.escape(json.dumps({k.lower(): v for k, v in self.headers.items()}))
+			self._send(page('Headers', f'<pre id="headers">{shown}</pre>'))
 		elif p == '/popup':
 			self._send(page('Popup', '<a id="pop" href="/two" target="_blank">open two in new tab</a>'))
 		else:

@@ -17,6 +17,7 @@ from jsonschema.validators import validator_for
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.server import build_server
+from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools import ALL_TOOLS
 from browser_use_mcp.tools.admin import ClosedCount, CreatedSession, SessionList, describe
@@ -94,8 +95,9 @@ def test_evaluate_result_is_required() -> None:
 	assert not Draft202012Validator(output_model_schema(Evaluated)).is_valid({})
 
 
-def _fake_session(sid: str, *, expires: float | None, default: bool = False) -> Any:
+def _fake_session(sid: str, *, expires: float | None, default: bool = False, options: Any = None) -> Any:
 	return SimpleNamespace(
+		options=options,
 		session_id=sid,
 		created_at=1_700_000_000.0,
 		last_activity=1_700_000_030.0,
@@ -109,7 +111,8 @@ def _fake_session(sid: str, *, expires: float | None, default: bool = False) -> 
 
 
 def test_session_list_conforms_and_its_text_is_unchanged() -> None:
-	states = [_fake_session('default', expires=None, default=True), _fake_session('a', expires=587.66)]
+	made = SessionOptions(locale='de-DE', proxy={'server': 'http://127.0.0.1:3128', 'username': 'u', 'password': 'p'})
+	states = [_fake_session('default', expires=None, default=True), _fake_session('a', expires=587.66, options=made)]
 	out = SessionList(sessions=[describe(s, 1_700_000_060.0) for s in states]).dump()
 	_conforms(SessionList, out)
 	first = out['sessions'][0]
@@ -126,8 +129,14 @@ def test_session_list_conforms_and_its_text_is_unchanged() -> None:
 		'idle_seconds',
 		'expires_in_seconds',
 		'location',  # ours, after upstream's keys
+		'options',
 	], 'the key order of the JSON text clients parse'
 	assert first['location'] == 'local (shared)'
+	assert first['options'] == {}
+	assert out['sessions'][1]['options'] == {
+		'locale': 'de-DE',
+		'proxy': {'server': 'http://127.0.0.1:3128', 'credentials': 'redacted'},
+	}
 	assert first['current_url'] is None and first['expires_in_seconds'] is None and first['tabs'] == 0
 	assert out['sessions'][1]['expires_in_seconds'] == 587.7 and out['sessions'][1]['age_minutes'] == 1.0
 
@@ -142,6 +151,7 @@ def test_created_session_keeps_number_types(idle: float | None) -> None:
 		'expires_in_seconds': 599.9,
 		'location': 'grid http://10.0.0.7:5555',
 		'retention': 'closed after 600 s unused',
+		'options': {'viewport': {'width': 390, 'height': 844}, 'device_scale_factor': 3},
 	}
 	out = CreatedSession(**info).dump()
 	assert as_json(out) == as_json(info), 'text as before: an int stays an int'

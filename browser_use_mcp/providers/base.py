@@ -11,8 +11,10 @@ from typing import Any
 
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import SessionDirs, build_profile
-from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.domains import run_domains
+from browser_use_mcp.errors import BrowserStartFailed, InvalidArgument
 from browser_use_mcp.patches import internals
+from browser_use_mcp.session_options import SessionOptions, operator_proxy, refuse_proxy_under
 from browser_use_mcp.tasks import TaskScope
 
 logger = logging.getLogger('browser_use_mcp.providers')
@@ -96,34 +98,85 @@ class BrowserProvider(ABC):
 	"""Makes browsers for sessions. ``endpoint`` is the one thing a provider must say; ``open``
 	connects browser-use to it the same way for every provider."""
 
+	# session options this kind of browser cannot honour, with why (refused up front)
+	unsupported_options: dict[str, str] = {}  # noqa: RUF012 - read-only, overridden per class
+
 	def __init__(self, *, profile_base: dict[str, Any], headless: bool) -> None:
 		self.profile_base = profile_base  # config.json's browser profile
 		self.headless = headless
 
 	@abstractmethod
-	async def endpoint(self, dirs: SessionDirs, profile: Any) -> Endpoint:
-		"""A running browser for a session whose BrowserProfile is ``profile``."""
+	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> Endpoint:
+		"""A running browser for a session whose BrowserProfile is ``profile`` (made with ``options``)."""
 
-	def profile(self, dirs: SessionDirs) -> Any:
-		"""The browser-use BrowserProfile for a session with these directories."""
-		return build_profile(self.profile_base, dirs, self.headless)
+	def launch_args(self) -> tuple[str, ...]:
+		"""The operator's extra Chromium flags for the browsers this provider launches."""
+		return tuple(getattr(self, 'user_args', ()))
 
-	async def open(self, dirs: SessionDirs) -> Browser:
+	def check_options(self, options: SessionOptions) -> None:
+		"""Refuse, before anything is made, options this server cannot give a session: one this
+		kind of browser cannot honour, a proxy under the operator's, domains wider than the server's."""
+		for name in options.given:
+			why = self.unsupported_options.get(name)
+			if why:
+				raise InvalidArgument(f'{name}: {why}. Omit {name}.')
+		if options.proxy is not None:
+			operator = operator_proxy(self.launch_args(), self.profile_base)
+			if operator is not None:
+				raise refuse_proxy_under(operator)
+		self.allowed_domains(options)
+
+	def allowed_domains(self, options: SessionOptions | None) -> list[str] | None:
+		"""The session's allow-list: the server's narrowed by ``options`` (None: the server's as is)."""
+		if options is None or options.allowed_domains is None:
+			return None
+		base = self.profile_base
+		return run_domains(base.get('allowed_domains'), options.allowed_domains, base.get('prohibited_domains'))
+
+	def profile(self, dirs: SessionDirs, options: SessionOptions | None = None) -> Any:
+		"""The browser-use BrowserProfile for a session with these directories and options."""
+		overrides: dict[str, Any] = {}
+		if options is not None:
+			if options.viewport is not None:  # browser-use sets it on every tab it opens or focuses
+				overrides['viewport'] = options.viewport.model_dump()
+			if options.device_scale_factor is not None:
+				overrides['device_scale_factor'] = options.device_scale_factor
+			if options.user_agent is not None:  # also --user-agent where the session has a Chromium of its own
+				overrides['user_agent'] = options.user_agent
+			if options.proxy is not None:
+				# --proxy-server for a Chromium of its own; browser-use answers the proxy's login
+				# challenge on every tab (Fetch.authRequired) when credentials are set
+				overrides['proxy'] = options.proxy.model_dump()
+			domains = self.allowed_domains(options)
+			if domains is not None:
+				overrides['allowed_domains'] = domains
+		profile = build_profile(self.profile_base, dirs, self.headless, overrides)
+		if options is not None and options.geolocation is not None and 'geolocation' not in profile.permissions:
+			# browser-use grants the profile's permissions when it connects (to the session's context)
+			profile.permissions = [*profile.permissions, 'geolocation']
+		return profile
+
+	async def open(self, dirs: SessionDirs, options: SessionOptions | None = None) -> Browser:
 		task_scopes.install()
 		tasks = TaskScope()
-		profile = self.profile(dirs)
+		options = None if options is None or options.empty else options
+		profile = self.profile(dirs, options)
 		with tasks.entered():
-			endpoint = await self.endpoint(dirs, profile)
+			endpoint = await self.endpoint(dirs, profile, options)
 			session = None
 			try:
 				session = new_browser_session(profile, endpoint)
 				await asyncio.wait_for(session.start(), CONNECT_TIMEOUT)
+				if options is not None:
+					from browser_use_mcp import emulation
+
+					await emulation.install(session, options)
 			except BaseException as exc:
 				# browser-use first: ending the endpoint under a connect still running in its event
 				# bus makes it log a "FATAL" for a launch that was merely called off
 				endpoint.releasing = True
 				await stop_everything(session, endpoint, tasks)
-				if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+				if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, InvalidArgument)):
 					raise
 				suffix = endpoint.death_detail() if not endpoint.alive() else ''
 				if isinstance(exc, TimeoutError):

@@ -36,6 +36,7 @@ from browser_use_mcp import browser
 from browser_use_mcp.browser import SessionDirs, chromium_args
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
+from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import outside_scopes
 
 logger = logging.getLogger('browser_use_mcp.providers.grid')
@@ -264,6 +265,11 @@ def write_download(directory: Path, name: str, data: bytes) -> None:
 class GridProvider(BrowserProvider):
 	"""A Selenium Grid session per browser."""
 
+	unsupported_options = {  # noqa: RUF012
+		'proxy': 'a Selenium Grid node reaches the web through its own network settings; this server cannot route a '
+		'Grid session through a proxy of your choice',
+	}
+
 	def __init__(
 		self,
 		url: str,
@@ -283,7 +289,7 @@ class GridProvider(BrowserProvider):
 		self.heartbeat = heartbeat
 		self.endpoints: set[GridEndpoint] = set()
 
-	async def endpoint(self, dirs: SessionDirs, profile: Any) -> GridEndpoint:
+	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> GridEndpoint:
 		caps = grid_capabilities(chromium_args(profile, user_args=self.user_args), self.capabilities)
 		request = self.client.call('POST', '/session', {'capabilities': {'alwaysMatch': caps}}, timeout=None)
 		try:
@@ -307,8 +313,8 @@ class GridProvider(BrowserProvider):
 		endpoint.placed_on(await self._node_of(session_id))
 		return endpoint
 
-	async def open(self, dirs: SessionDirs) -> Any:
-		opened = await super().open(dirs)
+	async def open(self, dirs: SessionDirs, options: SessionOptions | None = None) -> Any:
+		opened = await super().open(dirs, options)
 		# downloads go where the Grid's managed downloads expect them (the node's own directory,
 		# copied back by the heartbeat), not to a path browser-use named on this machine
 		with contextlib.suppress(Exception):

@@ -14,6 +14,7 @@ from browser_use_mcp.browser import (
 )
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
+from browser_use_mcp.session_options import SessionOptions
 
 NO_CHROMIUM = (
 	'No Chromium or Chrome was found. Install it (Debian/Ubuntu: apt-get install chromium) or set '
@@ -58,7 +59,7 @@ class ProcessProvider(BrowserProvider):
 		self.user_args = user_args
 		self.use_extensions = use_extensions
 
-	async def endpoint(self, dirs: SessionDirs, profile: Any) -> ProcessEndpoint:
+	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> ProcessEndpoint:
 		return ProcessEndpoint(await self.launch(dirs, profile))
 
 	async def launch(self, dirs: SessionDirs, profile: Any) -> ChromiumProcess:

@@ -34,6 +34,7 @@ from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
 from browser_use_mcp.providers.cdp_proxy import ContextLink, ContextRouter
 from browser_use_mcp.providers.process import ProcessProvider
+from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import outside_scopes
 
 logger = logging.getLogger('browser_use_mcp.providers.shared')
@@ -182,12 +183,21 @@ class SharedProvider(BrowserProvider):
 		self._lock = asyncio.Lock()
 		self._retiring: set[asyncio.Task[None]] = set()
 
-	async def endpoint(self, dirs: SessionDirs, profile: Any) -> ContextEndpoint:
+	def launch_args(self) -> tuple[str, ...]:
+		return self.launcher.user_args  # the shared Chromiums are launched as a session's own
+
+	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> ContextEndpoint:
 		with outside_scopes():  # shared by many sessions: closing this one must not stop them
 			await self.router.start()
 			shard = await self._reserve()
+		params: dict[str, Any] = {'disposeOnDetach': False}
+		if options is not None and options.proxy is not None:
+			# a context's own proxy; its login is answered by the session's browser-use, per tab
+			params['proxyServer'] = options.proxy.server
+			if options.proxy.bypass:
+				params['proxyBypassList'] = options.proxy.bypass
 		try:
-			result = await shard.connection.send('Target.createBrowserContext', {'disposeOnDetach': False})
+			result = await shard.connection.send('Target.createBrowserContext', params)
 			# one blank tab, as a fresh Chromium has: browser-use sets up its per-browser listeners
 			# (downloads among them) for the tabs it finds when it connects
 			await shard.connection.send(
@@ -341,11 +351,16 @@ class AttachedEndpoint(Endpoint):
 class AttachedProvider(BrowserProvider):
 	"""The browser at a CDP URL, as it is: someone's own Chrome, logged in."""
 
+	unsupported_options = {  # noqa: RUF012
+		'proxy': 'the default session drives the browser at --cdp-url as it is, with its own network settings; use a '
+		'named session for a proxy',
+	}
+
 	def __init__(self, url: str, *, profile_base: dict[str, Any], headless: bool) -> None:
 		super().__init__(profile_base=profile_base, headless=headless)
 		self.url = url
 
-	async def endpoint(self, dirs: SessionDirs, profile: Any) -> AttachedEndpoint:
+	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> AttachedEndpoint:
 		ws_url = await asyncio.to_thread(browser_ws_url, self.url)
 		try:
 			connection = await CdpConnection.open(ws_url)

@@ -4,20 +4,39 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, create_model
 
 from browser_use_mcp.errors import SessionNotFound
+from browser_use_mcp.session_options import OPTION_NAMES, SessionOptions
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools.base import Args, Call, NoArgs, Number, Output, Reply, as_json, tool
 
 logger = logging.getLogger('browser_use_mcp.tools')
 
+# session_id first, then every session option (declared once, in session_options)
+CreateArgs = create_model(
+	'CreateArgs',
+	__base__=Args,
+	__doc__='browser_create_session: an id, and the options of a session made to order.',
+	session_id=(
+		str | None,
+		Field(None, description='Id to create the session under; omit to get a server-minted, unguessable handle.'),
+	),
+	**{name: (info.annotation, info) for name, info in SessionOptions.model_fields.items()},  # type: ignore[call-overload]
+)
 
-class CreateArgs(Args):
-	session_id: str | None = Field(
-		None, description='Id to create the session under; omit to get a server-minted, unguessable handle.'
-	)
+
+def options_of(args: Any) -> SessionOptions | None:
+	"""The options a create call gave, as one model (None when it gave none)."""
+	given = {name: getattr(args, name) for name in OPTION_NAMES if getattr(args, name) is not None}
+	return SessionOptions(**given) if given else None
+
+
+def shown_options(state: SessionState) -> dict[str, Any]:
+	return state.options.public() if state.options is not None else {}
+
 
 
 # Output models: field order is the key order of the JSON text, which clients written for the
@@ -35,14 +54,19 @@ class CreatedSession(Output):
 		"Chromium), 'attached' (the browser at --cdp-url) or 'grid <node URI>' (a Selenium Grid session)."
 	)
 	retention: str = Field(description='The retention policy in words.')
+	options: dict[str, Any] = Field(
+		description='The options it was created with (proxy credentials redacted); empty: the server defaults.'
+	)
 
 
 # not idempotent: without session_id every call mints a new session
 @tool('Create a session', destructive=False, idempotent=False, open_world=False)
 async def browser_create_session(registry: SessionRegistry, args: CreateArgs, call: Call) -> Reply[CreatedSession]:
 	"""Create a new isolated browser session (own browser, cookies, tabs, downloads) and return its session_id;
-	pass that id to every browser tool to act in this session. {retention}"""
-	state, created = await registry.create(call.principal, args.session_id)
+	pass that id to every browser tool to act in this session. Optional settings make it to order (viewport,
+	device_scale_factor, user_agent, locale, timezone, geolocation, proxy, extra_http_headers, allowed_domains);
+	they hold for this session only, and only when it is created. {retention}"""
+	state, created = await registry.create(call.principal, args.session_id, options_of(args))
 	out = CreatedSession(
 		session_id=state.session_id,
 		created=created,
@@ -51,6 +75,7 @@ async def browser_create_session(registry: SessionRegistry, args: CreateArgs, ca
 		expires_in_seconds=_round(state.expires_in()),
 		location=state.browser.where,
 		retention=registry.retention_text(),
+		options=shown_options(state),
 	).dump()
 	return Reply(as_json(out), structured=out, notes=state.take_notes())
 
@@ -76,6 +101,7 @@ class SessionInfo(Output):
 	idle_seconds: Number
 	expires_in_seconds: Number | None = Field(description='Seconds until it is closed if left alone; null: never.')
 	location: str = Field(description='Where its browser runs (as in browser_create_session).')
+	options: dict[str, Any] = Field(description='The options it was created with (as in browser_create_session).')
 
 
 class SessionList(Output):
@@ -108,6 +134,7 @@ def describe(state: SessionState, now: float) -> SessionInfo:
 		idle_seconds=round(state.idle_seconds(now), 1),
 		expires_in_seconds=_round(state.expires_in(now)),
 		location=state.browser.where,
+		options=shown_options(state),
 	)
 
 

@@ -238,7 +238,8 @@ def _clean(node: Any) -> Any:
 
 def model_schema(model: type[BaseModel]) -> dict[str, Any]:
 	raw = model.model_json_schema()
-	schema: dict[str, Any] = {'type': 'object', 'properties': _clean(raw.get('properties', {}))}
+	properties = _inline(raw.get('properties', {}), raw.get('$defs', {}))  # nested option objects, spelled out
+	schema: dict[str, Any] = {'type': 'object', 'properties': _clean(properties)}
 	if raw.get('required'):
 		schema['required'] = list(raw['required'])
 	return schema

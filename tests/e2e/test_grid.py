@@ -225,3 +225,29 @@ def test_doctor_checks_a_grid(grid: GridServer) -> None:
 	assert 'CDP' in ' '.join(c.summary for c in checks.values())
 	(dead,) = check_grid('http://127.0.0.1:9', {})
 	assert dead.status == 'fail' and dead.fix and '127.0.0.1:9' in dead.summary
+
+
+async def test_grid_sessions_take_session_options_but_a_proxy(
+	raw: list[RawServer], grid: GridServer, tmp_path: Path, site: str
+) -> None:
+	server = await start(raw, grid, tmp_path / 'home')
+	async with server.client() as mcp:
+		refused = await mcp.call('browser_create_session', session_id='g-opt', proxy={'server': 'http://127.0.0.1:3128'})
+		assert refused.is_error and 'proxy: a Selenium Grid node' in refused.text, refused.text
+		assert busy_slots(grid) == 0, 'nothing was made for it'
+		options = {
+			'viewport': {'width': 500, 'height': 600},
+			'user_agent': 'GridOptions/1.0',
+			'locale': 'fr-FR',
+			'timezone': 'America/New_York',
+			'extra_http_headers': {'X-Grid-Option': 'yes'},
+		}
+		await mcp.ok('browser_create_session', session_id='g-opt', **options)
+		await mcp.ok('browser_navigate', session_id='g-opt', url=f'{site}/headers')
+		expression = (
+			'[navigator.userAgent, navigator.language, Intl.DateTimeFormat().resolvedOptions().timeZone, innerWidth, '
+			'JSON.parse(document.getElementById("headers").textContent)["x-grid-option"]]'
+		)
+		seen = (await mcp.ok('browser_evaluate', session_id='g-opt', expression=expression)).structured['result']
+		assert seen == ['GridOptions/1.0', 'fr-FR', 'America/New_York', 500, 'yes']
+		await mcp.ok('browser_close_all')

@@ -14,6 +14,7 @@ from typing import Any
 from browser_use_mcp.browser import SessionDirs
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers import Browser, BrowserProvider, Endpoint
+from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import TaskScope
 
 
@@ -49,16 +50,19 @@ class FakeEndpoint(Endpoint):
 class FakeProvider(BrowserProvider):
 	def __init__(self) -> None:
 		self.opened = 0
+		self.options: list[SessionOptions | None] = []  # what each open() was given
 		self.live: set[FakeEndpoint] = set()
 		self.endpoints: list[FakeEndpoint] = []
 		self.gate: asyncio.Event | None = None  # launches wait here while it is set and closed
 		self.fail: str | None = None  # launches fail with this message while it is set
 		self.shut_down = False
+		self.profile_base: dict[str, Any] = {}
+		self.headless = True
 
-	def profile(self, dirs: SessionDirs) -> Any:
+	def profile(self, dirs: SessionDirs, options: SessionOptions | None = None) -> Any:
 		return None
 
-	async def endpoint(self, dirs: SessionDirs, profile: Any) -> FakeEndpoint:
+	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> FakeEndpoint:
 		self.opened += 1
 		if self.gate is not None:
 			await self.gate.wait()
@@ -69,9 +73,10 @@ class FakeProvider(BrowserProvider):
 		self.endpoints.append(endpoint)
 		return endpoint
 
-	async def open(self, dirs: SessionDirs) -> Browser:
+	async def open(self, dirs: SessionDirs, options: SessionOptions | None = None) -> Browser:
 		"""The same contract as a real provider's, minus browser-use."""
-		return Browser(await self.endpoint(dirs, None), None, TaskScope())
+		self.options.append(options)
+		return Browser(await self.endpoint(dirs, None, options), None, TaskScope())
 
 	async def shutdown(self) -> None:
 		self.shut_down = True
