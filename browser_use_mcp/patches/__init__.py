@@ -52,6 +52,8 @@ PATCH_MODULES = (
 	'blank_tab_animation',
 	'agent_keeps_browser',
 	'uvicorn_signals',
+	'result_adapters',
+	'dom_capture',
 )
 
 
