@@ -54,6 +54,7 @@ PATCH_MODULES = (
 	'uvicorn_signals',
 	'result_adapters',
 	'dom_capture',
+	'direct_state',
 )
 
 
