@@ -473,6 +473,7 @@ async def bench_state(site: str, quick: bool) -> dict[str, Any]:
 
 	repeats = 7 if quick else 21
 	servers_: dict[str, dict[str, Any]] = {}
+	trips: list[float] = []
 	for label, kind, env in (
 		('ours', 'ours', None),
 		('ours, get_state patches off', 'ours', PATCHES_OFF),
@@ -488,6 +489,8 @@ async def bench_state(site: str, quick: bool) -> dict[str, Any]:
 				await srv.ok('browser_navigate', url=url, **kw)
 
 			servers_[label] = await state_latencies(call, navigate, site, repeats)
+			if label == 'ours':  # what the transport alone costs now: a tool that touches no browser
+				trips = [(await srv.ok('browser_list_sessions'))[1] for _ in range(repeats)]
 	skipped: dict[str, str] = {}
 	for kind in peers.KINDS:
 		why = await peers.peer_available(kind)
@@ -500,7 +503,7 @@ async def bench_state(site: str, quick: bool) -> dict[str, Any]:
 				await agent.navigate(url)
 
 			servers_[f'{kind} (snapshot)'] = await state_latencies(agent.snapshot, navigate, site, repeats)
-	return {'repeats': repeats, 'servers': servers_, 'peers_skipped': skipped}
+	return {'repeats': repeats, 'servers': servers_, 'peers_skipped': skipped, 'mcp_round_trip_p50_ms': median_ms(trips)}
 
 
 def show_state(r: dict[str, Any]) -> str:
@@ -515,6 +518,7 @@ def show_state(r: dict[str, Any]) -> str:
 	for page in STATE_PAGES:
 		header += [f'{page} p50 (ms)', f'{page} ratio to ours', f'{page} text (chars)']
 	text = table('(j) browser_get_state (peers: their snapshot), warm, one session', header, rows)
+	text += f'\nOur MCP round trip alone (browser_list_sessions, no browser): p50 {r["mcp_round_trip_p50_ms"]} ms\n'
 	for kind, why in r['peers_skipped'].items():
 		text += f'\n{kind}: skipped ({why})\n'
 	return text
