@@ -17,7 +17,8 @@ script semantics (click, mousedown, mouseup, pointerdown, pointerup; none on pag
 accessibility tree and the same iframe limit. A renderer answers one session's requests in the
 order they were sent, so on a page that is not changing the answers are identical; on a page that
 is changing, the listener scan and the snapshot are now microseconds apart instead of
-milliseconds. The listener scan's remote objects are released as one object group.
+milliseconds. The listener scan's remote objects are released as one object group, without
+waiting for the answer.
 
 Second, while ``DomService.get_dom_tree`` builds its tree, ``get_or_create_cdp_session(target,
 focus=False)`` answers from what it answered first for that target in the same build. The
@@ -121,12 +122,20 @@ async def click_listener_ids(client: Any, session_id: str, script: str, batch: i
 		logger.debug('click listener detection failed: %r', exc)
 		return set()
 	finally:
-		try:
-			await send.Runtime.releaseObjectGroup(params={'objectGroup': group}, session_id=session_id)
-		except asyncio.CancelledError:
-			raise
-		except Exception:
-			pass  # the page went away with its objects
+		# off the state's critical path: the renderer handles it after what was sent before
+		release = asyncio.ensure_future(_release(send, group, session_id))
+		_releasing.add(release)
+		release.add_done_callback(_releasing.discard)
+
+
+_releasing: set[asyncio.Future[None]] = set()  # releases in flight (a task nobody references may be collected)
+
+
+async def _release(send: Any, group: str, session_id: str) -> None:
+	try:
+		await send.Runtime.releaseObjectGroup(params={'objectGroup': group}, session_id=session_id)
+	except Exception as exc:  # the page went away, and its objects with it
+		logger.debug('could not release the listener scan objects: %r', exc)
 
 
 async def read_all_trees(self: Any, target_id: str) -> Any:
