@@ -20,6 +20,9 @@ Sections (all through real MCP clients over stdio, real headless Chromium, pages
   i  Selenium Grid: sessions on a local Grid 4 standalone vs local sessions (both isolation
      modes): create latency, warm per-tool latency, N = 4 agents' workflow, memory here and
      on the Grid (skipped with the reason when scripts/grid.sh cannot set a Grid up)
+  j  browser_get_state on the static page and on a heavy one (~5,000 elements): ours, ours with
+     the get_state patches off (result_adapters, dom_capture, direct_state), upstream, and the peers' snapshots
+     when benchmarks/peers is installed; p50 and the size of the text returned
 
 Prints markdown tables and writes every raw number to benchmarks/results/<time>.json.
 Timings here are measurements, never pass/fail: run on a quiet machine for figures to quote.
@@ -57,7 +60,7 @@ from benchmarks.common import (
 )
 
 RESULTS = Path(__file__).resolve().parent / 'results'
-SECTIONS = 'abcdefghi'
+SECTIONS = 'abcdefghij'
 
 
 def find_index(state_text: str, text: str) -> int:
@@ -443,6 +446,84 @@ def show_lean(r: dict[str, Any]) -> str:
 	)
 
 
+# -- (j) get_state, light and heavy page ---------------------------------------------------------
+
+STATE_PAGES = {'static': '/', 'heavy': '/heavy'}
+PATCHES_OFF = {
+	'BROWSER_USE_MCP_CACHED_RESULT_TYPES': 'false',
+	'BROWSER_USE_MCP_FAST_DOM_CAPTURE': 'false',
+	'BROWSER_USE_MCP_DIRECT_STATE': 'false',
+}
+
+
+async def state_latencies(call: Any, navigate: Any, site: str, repeats: int) -> dict[str, Any]:
+	"""Warm p50 of ``call()`` (a page-state tool) on each page of STATE_PAGES, and its text's size."""
+	out: dict[str, Any] = {}
+	for name, path in STATE_PAGES.items():
+		await navigate(f'{site}{path}')
+		for _ in range(2):  # warm-up
+			text, _ = await call()
+		times = [(await call())[1] for _ in range(repeats)]
+		out[name] = {'p50_ms': median_ms(times), 'chars': len(text), 'ms': [round(t * 1000, 1) for t in times]}
+	return out
+
+
+async def bench_state(site: str, quick: bool) -> dict[str, Any]:
+	from benchmarks import peers
+
+	repeats = 7 if quick else 21
+	servers_: dict[str, dict[str, Any]] = {}
+	trips: list[float] = []
+	for label, kind, env in (
+		('ours', 'ours', None),
+		('ours, get_state patches off', 'ours', PATCHES_OFF),
+		('upstream', 'upstream', None),
+	):
+		async with server(kind, env_extra=env) as srv:
+			kw = {'session_id': 'state'} if kind == 'ours' else {}
+
+			async def call(srv: Server = srv, kw: dict[str, Any] = kw) -> tuple[str, float]:
+				return await srv.ok('browser_get_state', **kw)
+
+			async def navigate(url: str, srv: Server = srv, kw: dict[str, Any] = kw) -> None:
+				await srv.ok('browser_navigate', url=url, **kw)
+
+			servers_[label] = await state_latencies(call, navigate, site, repeats)
+			if label == 'ours':  # what the transport alone costs now: a tool that touches no browser
+				trips = [(await srv.ok('browser_list_sessions'))[1] for _ in range(repeats)]
+	skipped: dict[str, str] = {}
+	for kind in peers.KINDS:
+		why = await peers.peer_available(kind)
+		if why:
+			skipped[kind] = why
+			continue
+		async with peers.peer(kind) as srv, srv.agents(1, 'state') as (agent,):
+
+			async def navigate(url: str, agent: Any = agent) -> None:
+				await agent.navigate(url)
+
+			servers_[f'{kind} (snapshot)'] = await state_latencies(agent.snapshot, navigate, site, repeats)
+	return {'repeats': repeats, 'servers': servers_, 'peers_skipped': skipped, 'mcp_round_trip_p50_ms': median_ms(trips)}
+
+
+def show_state(r: dict[str, Any]) -> str:
+	ours = r['servers']['ours']
+	rows = []
+	for label, v in r['servers'].items():
+		row: list[Any] = [label]
+		for page in STATE_PAGES:
+			row += [v[page]['p50_ms'], ratio(v[page]['p50_ms'], ours[page]['p50_ms']), v[page]['chars']]
+		rows.append(row)
+	header = ['server']
+	for page in STATE_PAGES:
+		header += [f'{page} p50 (ms)', f'{page} ratio to ours', f'{page} text (chars)']
+	text = table('(j) browser_get_state (peers: their snapshot), warm, one session', header, rows)
+	text += f'\nOur MCP round trip alone (browser_list_sessions, no browser): p50 {r["mcp_round_trip_p50_ms"]} ms\n'
+	for kind, why in r['peers_skipped'].items():
+		text += f'\n{kind}: skipped ({why})\n'
+	return text
+
+
 # -- main ----------------------------------------------------------------------------------------
 
 
@@ -695,6 +776,7 @@ async def main(args: argparse.Namespace) -> int:
 			('g', 'startup', lambda: bench_startup(args.quick), show_startup),
 			('h', 'isolation', lambda: bench_isolation(site.url, args.quick, args.many), show_isolation),
 			('i', 'grid', lambda: bench_grid(site.url, args.quick), show_grid),
+			('j', 'state', lambda: bench_state(site.url, args.quick), show_state),
 		]
 		for key, name, run, show in steps:
 			if key not in only:

@@ -87,6 +87,9 @@ class ServerConfig:
 	quiet_blank_tabs: bool = True  # no animation (and no CDN request) in about:blank tabs
 	agent_keeps_browser: bool = True  # off: retry_with_browser_use_agent refuses to run
 	orderly_http_shutdown: bool = True  # HTTP: the server, not uvicorn, handles SIGTERM/SIGINT
+	cached_result_types: bool = True  # bubus builds one pydantic adapter per event result type, not one per event
+	fast_dom_capture: bool = True  # browser-use reads the page's trees in one round of CDP requests
+	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
 	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
@@ -157,6 +160,9 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'quiet_blank_tabs': (f'{ENV_PREFIX}QUIET_BLANK_TABS', _truthy),
 	'agent_keeps_browser': (f'{ENV_PREFIX}AGENT_KEEPS_BROWSER', _truthy),
 	'orderly_http_shutdown': (f'{ENV_PREFIX}ORDERLY_HTTP_SHUTDOWN', _truthy),
+	'cached_result_types': (f'{ENV_PREFIX}CACHED_RESULT_TYPES', _truthy),
+	'fast_dom_capture': (f'{ENV_PREFIX}FAST_DOM_CAPTURE', _truthy),
+	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),

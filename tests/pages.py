@@ -34,7 +34,51 @@ ROUTES_DOC = {
 	'/popup': 'a link opening a new tab',
 	'/epoch': 'buttons that record clicks (sessionStorage), add a row, replace themselves, re-render a field',
 	'/epoch-frame': 'a same-origin iframe holding /epoch-inner, a button that records its clicks',
+	'/rich': 'a bit of everything a page state shows: iframe, shadow DOM, listeners, hidden and disabled elements',
+	'/heavy': '~5,000 elements: a table, links, inputs, nested divs, a hidden section (benchmarks)',
 }
+
+# Elements a page state must describe alike whichever way it is captured: a same-origin iframe,
+# an open shadow root, elements clickable only through a JS listener, hidden and disabled ones.
+RICH = (
+	'<h1>Rich</h1><nav><a href="/two">Two</a> <a href="/form">Form</a> <a href="#bottom">Bottom</a></nav>'
+	'<form><input id="name" placeholder="your name"> <input type="checkbox" id="agree"> <select id="pick">'
+	'<option>one</option><option>two</option></select> <textarea placeholder="notes"></textarea>'
+	'<button type="button" disabled>Disabled</button></form>'
+	'<div id="listener" style="cursor:pointer">Div with a click listener</div>'
+	'<span id="pointer">Span with a pointerdown listener</span>'
+	'<div id="host"></div><div style="display:none"><button>Hidden button</button><a href="/two">hidden link</a></div>'
+	'<div contenteditable="true">Editable</div><details><summary>More</summary><a href="/two">inside details</a></details>'
+	'<iframe id="frame" src="/epoch-inner" width="400" height="80"></iframe>'
+	'<p id="bottom"><button onclick="this.textContent=\'pressed\'">Bottom button</button></p>'
+	'<script>document.getElementById("listener").addEventListener("click", () => {});'
+	'document.getElementById("pointer").addEventListener("pointerdown", () => {});'
+	'const root = document.getElementById("host").attachShadow({mode: "open"});'
+	'root.innerHTML = `<button id="shadow-button">Shadow button</button><input placeholder="shadow input">`;</script>'
+)
+
+
+def heavy_page() -> bytes:
+	"""About 5,000 elements of the kinds real pages are made of (benchmarks' heavy page)."""
+	parts = ['<h1>Heavy</h1><nav>', *(f'<a href="/two?n={i}">link {i}</a> ' for i in range(150)), '</nav>']
+	parts.append('<table><thead><tr><th>#</th><th>name</th><th>value</th><th>edit</th><th>open</th></tr></thead><tbody>')
+	for i in range(240):
+		parts.append(
+			f'<tr><td>{i}</td><td>item {i}</td><td><span>{i * 7 % 101}</span></td>'
+			f'<td><input name="v{i}" placeholder="value {i}"></td><td><a href="/two?row={i}">open {i}</a></td></tr>'
+		)
+	parts.append('</tbody></table>')
+	for i in range(250):
+		parts.append(
+			f'<div class="card"><div><div><p>card {i} <b>bold</b> <i>text</i></p><button>Act {i}</button></div></div></div>'
+		)
+	parts.append('<div style="display:none">')
+	parts.extend(f'<div><button>hidden {i}</button><a href="/two">hidden link {i}</a></div>' for i in range(150))
+	parts.append('</div><ul>')
+	parts.extend(f'<li><label>option {i} <input type="checkbox"></label></li>' for i in range(150))
+	parts.append('</ul>')
+	return page('Heavy', ''.join(parts))
+
 
 # Every click on /epoch (and in its iframe) is recorded in the tab's sessionStorage, which survives
 # reloads and navigations: a test reads ``sessionStorage.clicks`` to know what was really clicked.
@@ -92,7 +136,7 @@ class Handler(BaseHTTPRequestHandler):
 				page(
 					'Home Page',
 					'<h1>Home</h1><a id="to-two" href="/two">Go to two</a> '
-					'<button id="btn" onclick="document.title=\'Clicked\';document.getElementById(\'out\').textContent=\'clicked\'">Press me</button>'
+					"<button id=\"btn\" onclick=\"document.title='Clicked';document.getElementById('out').textContent='clicked'\">Press me</button>"
 					'<p id="out"></p><input id="q" placeholder="search here">',
 				)
 			)
@@ -120,13 +164,20 @@ class Handler(BaseHTTPRequestHandler):
 			value = q.get('set')
 			script = f'localStorage.setItem("v", {value!r});' if value else ''
 			self._send(
-				page('Storage', f'<p id="v"></p><script>{script}document.getElementById("v").textContent = localStorage.getItem("v") || "empty"</script>')
+				page(
+					'Storage',
+					f'<p id="v"></p><script>{script}document.getElementById("v").textContent = localStorage.getItem("v") || "empty"</script>',
+				)
 			)
 		elif p == '/slow':
 			time.sleep(float(q.get('s', '3')))
 			self._send(page('Slow', '<p>slow done</p>'))
 		elif p == '/download':
-			self._send(b'hello download\n', ctype='application/octet-stream', headers={'Content-Disposition': 'attachment; filename="hello.txt"'})
+			self._send(
+				b'hello download\n',
+				ctype='application/octet-stream',
+				headers={'Content-Disposition': 'attachment; filename="hello.txt"'},
+			)
 		elif p == '/long':
 			rows = ''.join(f'<p style="height:200px">row {i}</p>' for i in range(60))
 			self._send(page('Long', rows))
@@ -140,6 +191,10 @@ class Handler(BaseHTTPRequestHandler):
 		elif p == '/headers':  # the request's headers, as the page server got them
 			shown = html.escape(json.dumps({k.lower(): v for k, v in self.headers.items()}))
 			self._send(page('Headers', f'<pre id="headers">{shown}</pre>'))
+		elif p == '/rich':
+			self._send(page('Rich', RICH))
+		elif p == '/heavy':
+			self._send(heavy_page())
 		elif p == '/popup':
 			self._send(page('Popup', '<a id="pop" href="/two" target="_blank">open two in new tab</a>'))
 		else:

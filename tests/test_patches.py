@@ -16,7 +16,7 @@ import re
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -415,3 +415,65 @@ def test_architecture_has_the_patches_table() -> None:
 		assert f'`{patch.env_var}`' in row and f'{patch.package}@{patch.versions[0]}' in row
 	for read in internals.READS:
 		assert f'`{read.name}`' in section, f'{read.name} missing from docs/architecture.md'
+
+
+# -- the get_state patches -----------------------------------------------------------------------
+
+
+def test_result_adapters_build_one_adapter_per_type_that_validates_as_a_new_one() -> None:
+	from pydantic import TypeAdapter
+
+	from browser_use_mcp.patches.result_adapters import CachedTypeAdapter
+
+	cached = CachedTypeAdapter(TypeAdapter)
+	first = cached(dict[str, int])
+	assert cached(dict[str, int]) is first and cached(list[int]) is not first
+	assert first.validate_python({'a': '1'}) == TypeAdapter(dict[str, int]).validate_python({'a': '1'}) == {'a': 1}
+	with pytest.raises(ValueError):
+		first.validate_python({'a': 'x'})
+	unhashable = Annotated[int, {'a dict': 'cannot be hashed'}]  # cannot be a dictionary key: a new adapter each time
+	assert cached(unhashable) is not cached(unhashable) and cached(unhashable).validate_python('3') == 3
+
+
+class _Bus:
+	def __init__(self, queued: int) -> None:
+		self.event_queue = types.SimpleNamespace(qsize=lambda: queued)
+
+
+class _Session:
+	"""A browser session whose state comes either from its DOM watchdog or through its bus."""
+
+	def __init__(self, queued: int = 0) -> None:
+		self.event_bus = _Bus(queued)
+		self.via: list[str] = []
+		outer = self
+
+		class Watchdog:
+			async def on_BrowserStateRequestEvent(self, event: Any) -> str:  # noqa: N802
+				assert event.include_screenshot is False
+				outer.via.append('watchdog')
+				return 'state'
+
+		self._dom_watchdog = Watchdog()
+
+	async def get_browser_state_summary(self, include_screenshot: bool = True) -> str:
+		self.via.append(f'bus (screenshot={include_screenshot})')
+		return 'state'
+
+
+async def test_direct_state_asks_the_watchdog_only_when_that_is_what_the_bus_would_do(pristine: None) -> None:
+	from browser_use_mcp.patches import bus_locks, direct_state
+
+	patches.apply(bus_locks.PATCH, enabled=True)
+	patches.apply(direct_state.PATCH, enabled=True)
+	idle, busy = _Session(), _Session(queued=1)
+	assert await direct_state.request_state(idle) == 'state' and idle.via == ['watchdog']
+	await direct_state.request_state(idle, include_screenshot=True)  # the screenshot needs the bus
+	await direct_state.request_state(busy)  # events are queued: the state waits its turn behind them
+	assert idle.via[1:] == ['bus (screenshot=True)'] and busy.via == ['bus (screenshot=False)']
+	async with bus_locks.lock_for(idle.event_bus):  # an event is being processed: same
+		await direct_state.request_state(idle)
+	assert idle.via[2:] == ['bus (screenshot=False)']
+	patches.revert(direct_state.PATCH)  # switched off: always the bus
+	await direct_state.request_state(idle)
+	assert idle.via[3:] == ['bus (screenshot=False)']

@@ -52,6 +52,9 @@ PATCH_MODULES = (
 	'blank_tab_animation',
 	'agent_keeps_browser',
 	'uvicorn_signals',
+	'result_adapters',
+	'dom_capture',
+	'direct_state',
 )
 
 

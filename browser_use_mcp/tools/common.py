@@ -4,12 +4,13 @@ page state whose element indices the index-taking tools use (its epoch)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
-from browser_use_mcp.patches import internals
+from browser_use_mcp.patches import direct_state, internals
 from browser_use_mcp.tools.base import Image, Reply, as_json
 
 if TYPE_CHECKING:
@@ -183,14 +184,22 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 	its indices stale, never wrong)."""
 	bs = state.browser_session
 	target_id, loader_id = await document_id(state)
-	summary = await bs.get_browser_state_summary(include_screenshot=include_screenshot)
+	# The titles are read while browser-use captures the DOM (their round trips overlap its own);
+	# they are only shown, never part of the epoch.
+	titles_read = asyncio.gather(tab_titles(state), current_title(state))
+	try:
+		summary = await direct_state.request_state(bs, include_screenshot)
+	except BaseException:
+		titles_read.cancel()
+		with contextlib.suppress(BaseException):
+			await titles_read
+		raise
 	elements = {} if summary.state_error else dict(summary.dom_state.selector_map)
 	state.page_epoch = PageEpoch(target_id, loader_id, elements)
+	titles, title = await titles_read
 	if summary.state_error:
 		raise BrowserActionFailed(f'Could not capture the page state: {summary.state_error}')
-	titles = await tab_titles(state)
 	focus = bs.agent_focus_target_id
-	title = await current_title(state)
 	if focus and title is not None:
 		titles[focus] = title
 	result: dict[str, Any] = {

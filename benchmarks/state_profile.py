@@ -1,0 +1,177 @@
+"""Where browser_get_state's time goes: ``python -m benchmarks.state_profile [--repeats N] [--heavy]``.
+
+Drives a SessionRegistry in process (no MCP transport) in both isolation modes, wraps each step
+of a capture with ``time.perf_counter`` (our own steps and browser-use's), and prints the median
+of each step over ``--repeats`` warm captures of the benchmark's home page (or the heavy page).
+Each wrapped step is timed on its own; nested steps overlap their parents, so the column does not
+add up. Figures only: nothing here passes or fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import dataclasses
+import functools
+import os
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+_samples: dict[str, list[float]] = defaultdict(list)
+_current: dict[str, float] = defaultdict(float)
+
+
+def _wrap(owner: Any, name: str, label: str) -> None:
+	original = owner.__dict__[name]
+	inner = original.__func__ if isinstance(original, staticmethod) else original
+
+	if asyncio.iscoroutinefunction(inner):
+
+		@functools.wraps(inner)
+		async def timed(*args: Any, **kwargs: Any) -> Any:
+			started = time.perf_counter()
+			try:
+				return await inner(*args, **kwargs)
+			finally:
+				_current[label] += time.perf_counter() - started
+	else:
+
+		@functools.wraps(inner)
+		def timed(*args: Any, **kwargs: Any) -> Any:
+			started = time.perf_counter()
+			try:
+				return inner(*args, **kwargs)
+			finally:
+				_current[label] += time.perf_counter() - started
+
+	setattr(owner, name, staticmethod(timed) if isinstance(original, staticmethod) else timed)
+
+
+def instrument() -> None:
+	"""Wrap the steps of a capture (this process only: a benchmark, not the server)."""
+	from browser_use.browser.session import BrowserSession
+	from browser_use.browser.views import BrowserStateSummary
+	from browser_use.browser.watchdogs.dom_watchdog import DOMWatchdog
+	from browser_use.dom.serializer.serializer import DOMTreeSerializer
+	from browser_use.dom.service import DomService
+	from bubus.models import EventResult
+	from bubus.service import EventBus
+
+	from browser_use_mcp.tools import common
+
+	for owner, name, label in (
+		(common, 'document_id', 'ours: document_id (Page.getFrameTree)'),
+		(common, 'tab_titles', 'ours: tab_titles (Target.getTargets)'),
+		(common, 'current_title', 'ours: current_title (Runtime.evaluate)'),
+		(common, 'as_json', 'ours: JSON of the result'),
+		(BrowserSession, 'get_browser_state_summary', 'bu: get_browser_state_summary (whole)'),
+		(DOMWatchdog, 'on_BrowserStateRequestEvent', "bu:   the DOM watchdog's handler (whole)"),
+		(BrowserSession, 'get_current_page_url', 'bu:   get_current_page_url'),
+		(DOMWatchdog, '_get_pending_network_requests', 'bu:   pending network requests (Runtime.evaluate)'),
+		(BrowserSession, 'get_tabs', 'bu:   get_tabs'),
+		(DOMWatchdog, '_build_dom_tree_without_highlights', 'bu:   DOM build (whole)'),
+		(DomService, '_get_all_trees', 'bu:     CDP: snapshot + DOM + AX tree (+ viewport)'),
+		(DomService, 'get_dom_tree', 'bu:     get_dom_tree (CDP + enhanced tree)'),
+		(DOMTreeSerializer, 'serialize_accessible_elements', 'bu:     serializer'),
+		(BrowserSession, 'get_current_page_title', 'bu:   get_current_page_title'),
+		(DOMWatchdog, '_get_page_info', 'bu:   page info (Page.getLayoutMetrics)'),
+		(DomService, 'detect_pagination_buttons', 'bu:   pagination buttons'),
+		(EventResult, 'update', 'bubus: EventResult.update (validates the result)'),
+		(EventBus, 'process_event', 'bubus: process_event'),
+		(BrowserStateSummary, '__repr__', 'bu: repr(BrowserStateSummary) (bubus logs it)'),
+		(EventBus, 'execute_handler', 'bubus:   execute_handler'),
+		(EventBus, '_default_log_handler', 'bubus:   log handler'),
+		(EventBus, 'cleanup_event_history', 'bubus:   cleanup_event_history'),
+		(EventBus, '_get_applicable_handlers', 'bubus:   applicable handlers'),
+	):
+		if name in owner.__dict__:
+			_wrap(owner, name, label)
+
+	serialized = DomService.get_serialized_dom_tree
+
+	async def with_breakdown(self: Any, *args: Any, **kwargs: Any) -> Any:
+		result = await serialized(self, *args, **kwargs)
+		for key in ('iframe_scroll_detection_ms', 'js_listener_detection_ms', 'cdp_parallel_calls_ms'):
+			_current[f'bu:       {key[:-3]} (its own timing)'] += result[2].get(key, 0.0) / 1000
+		return result
+
+	DomService.get_serialized_dom_tree = with_breakdown
+
+
+async def profile(site: str, isolation: str, path: str, repeats: int, cprofile: bool = False) -> dict[str, float]:
+	from browser_use_mcp.catalog import Catalog
+	from browser_use_mcp.config import load_config
+	from browser_use_mcp.sessions import SessionRegistry
+	from browser_use_mcp.tools.base import Call
+
+	config = dataclasses.replace(load_config(), isolation=isolation)
+	registry = SessionRegistry(config)
+	await registry.start()
+	_samples.clear()
+	try:
+		catalog = Catalog(registry)
+		await catalog.call('browser_navigate', {'session_id': 'prof', 'url': f'{site}{path}'}, Call())
+		for _ in range(3):  # warm up
+			await catalog.call('browser_get_state', {'session_id': 'prof'}, Call())
+		profiler = cProfile.Profile() if cprofile else None
+		if profiler:
+			profiler.enable()
+		for _ in range(repeats):
+			_current.clear()
+			started = time.perf_counter()
+			await catalog.call('browser_get_state', {'session_id': 'prof'}, Call())
+			_current['total: browser_get_state through the catalogue'] = time.perf_counter() - started
+			for label, value in _current.items():
+				_samples[label].append(value)
+		if profiler:
+			profiler.disable()
+			pstats.Stats(profiler, stream=sys.stderr).sort_stats('tottime').print_stats(40)
+	finally:
+		await registry.shutdown()
+	return {label: round(statistics.median(values) * 1000, 2) for label, values in sorted(_samples.items())}
+
+
+async def main(args: argparse.Namespace) -> None:
+	from benchmarks.common import table
+	from tests.pages import PageServer
+
+	instrument()
+	path = '/heavy' if args.heavy else '/'
+	results: dict[str, dict[str, float]] = {}
+	with PageServer() as site:
+		site.httpd.handle_error = lambda *_: None
+		for isolation in args.isolation:
+			results[isolation] = await profile(site.url, isolation, path, args.repeats, args.cprofile)
+	labels = sorted({label for r in results.values() for label in r}, key=lambda s: (not s.startswith('total'), s))
+	rows = [[label, *(results[i].get(label, '') for i in args.isolation)] for label in labels]
+	print(table(f'get_state steps, median ms over {args.repeats} warm captures of {path}', ['step', *args.isolation], rows))
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+	parser = argparse.ArgumentParser(prog='python -m benchmarks.state_profile', description=__doc__)
+	parser.add_argument('--repeats', type=int, default=30)
+	parser.add_argument('--heavy', action='store_true', help='profile the heavy page instead of the home page')
+	parser.add_argument('--cprofile', action='store_true', help='also print cProfile (by own time) to stderr')
+	parser.add_argument('--isolation', type=lambda v: v.split(','), default=['browser', 'context'])
+	return parser.parse_args(argv)
+
+
+if __name__ == '__main__':
+	home = Path(tempfile.mkdtemp(prefix='bench-state-'))
+	try:
+		from tests.support import server_env
+
+		os.environ.update(server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error'))
+		os.environ['BROWSER_USE_MCP_LOG_LEVEL'] = 'error'
+		asyncio.run(main(parse()))
+	finally:
+		shutil.rmtree(home, ignore_errors=True)
+	sys.exit(0)
