@@ -50,7 +50,7 @@ SECURITY_HEADERS = {
 	),
 	'X-Frame-Options': 'DENY',
 	'X-Content-Type-Options': 'nosniff',
-	'Referrer-Policy': 'no-referrer',
+	'Referrer-Policy': 'same-origin',  # no-referrer would make Chromium send "Origin: null" with the sign-in form
 	'Cache-Control': 'no-store',
 	'Cross-Origin-Resource-Policy': 'same-origin',
 }
@@ -285,7 +285,7 @@ class Dashboard:
 		current = state.log.current
 		held = state.takeover
 		info.update(
-			title=_title(state),
+			title=self.frames.title(state) or _title(state),
 			running=None if current is None else {'tool': current.tool, 'args': current.args, 'elapsed': round(now - current.started, 1)},
 			takeover=None
 			if held is None
@@ -335,7 +335,8 @@ class Dashboard:
 			if not isinstance(event, dict):
 				raise BadInput('The body must be a JSON object such as {"kind": "click", "x": 0.5, "y": 0.5}.')
 			held.touch()
-			await send_input(state, event)
+			async with held.inputs:
+				await send_input(state, event)
 		except (BadInput, json.JSONDecodeError) as exc:
 			return self._error(400, str(exc))
 		except Exception as exc:  # the page between documents, say: the person tries again

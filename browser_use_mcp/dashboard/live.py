@@ -38,6 +38,7 @@ class Frame:
 	at: float
 	width: int  # the viewport it shows, in CSS pixels
 	height: int
+	title: str | None = None  # the page's title then (browser-use's target titles can lag behind)
 
 
 async def _capture(state: SessionState, size: str) -> Frame:
@@ -61,7 +62,11 @@ async def _capture(state: SessionState, size: str) -> Frame:
 		},
 	}
 	shot = await send.Page.captureScreenshot(params=params, session_id=sid)
-	return Frame(base64.b64decode(shot['data']), time.monotonic(), int(width), int(height))
+	title = None
+	with contextlib.suppress(Exception):  # a frame without a title rather than no frame
+		read = await send.Runtime.evaluate(params={'expression': 'document.title', 'returnByValue': True}, session_id=sid)
+		title = read.get('result', {}).get('value')
+	return Frame(base64.b64decode(shot['data']), time.monotonic(), int(width), int(height), title if isinstance(title, str) else None)
 
 
 class Frames:
@@ -96,6 +101,11 @@ class Frames:
 		if not task.cancelled() and task.exception() is None:
 			self._frames[key] = task.result()
 
+	def title(self, state: SessionState) -> str | None:
+		"""The page title the newest frame of this session saw, if any."""
+		frames = [f for k, f in self._frames.items() if k[0] == id(state)]
+		return max(frames, key=lambda f: f.at).title if frames else None
+
 	def forget(self, state: SessionState) -> None:
 		for key in [k for k in self._frames if k[0] == id(state)]:
 			del self._frames[key]
@@ -115,6 +125,7 @@ class Takeover:
 	holding: bool = False  # the session's lock is ours (False: still waiting for the agent's call)
 	released: asyncio.Event = field(default_factory=asyncio.Event)
 	watcher: asyncio.Task[None] | None = None
+	inputs: asyncio.Lock = field(default_factory=asyncio.Lock)  # events reach the page in the order sent
 
 	def touch(self) -> None:
 		self.last_input = time.monotonic()

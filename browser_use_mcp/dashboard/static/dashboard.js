@@ -81,7 +81,7 @@
 			}
 			setTimeout(step, every);
 		};
-		step();
+		setTimeout(step, 0); // after the caller has registered what ``keep`` looks for
 	}
 
 	function row(dl, label) {
@@ -112,6 +112,7 @@
 			state: row(meta, 'Now'), expires: row(meta, 'Expires in'),
 		};
 		const calls = el('details', 'calls');
+		calls.open = true;
 		parts.callsSummary = el('summary', '', 'Recent calls');
 		parts.callsList = el('ol');
 		calls.append(parts.callsSummary, parts.callsList);
@@ -223,6 +224,7 @@
 	async function closeViewer() {
 		const sid = viewing;
 		if (sid !== null && mine) {
+			await pending;
 			try { await post(sid, 'release'); } catch (_) { /* it ends by itself after the timeout */ }
 		}
 		viewing = null;
@@ -273,6 +275,7 @@
 	});
 
 	releaseButton.addEventListener('click', async () => {
+		await pending; // what the person typed reaches the page before the agent gets it back
 		try { await post(viewing, 'release'); } catch (error) { viewerStatus.textContent = `Could not release: ${error.message}`; }
 		mine = false;
 		takeoverButton.focus();
@@ -281,9 +284,12 @@
 
 	document.getElementById('viewer-close').addEventListener('click', closeViewer);
 
+	let pending = Promise.resolve(); // input goes out one event at a time, in order
+
 	function send(event) {
 		if (!mine || viewing === null) return;
-		post(viewing, 'input', event).catch((error) => { viewerStatus.textContent = error.message; });
+		const sid = viewing;
+		pending = pending.then(() => post(sid, 'input', event)).catch((error) => { viewerStatus.textContent = error.message; });
 	}
 
 	function position(event) {
