@@ -38,7 +38,8 @@ logger = logging.getLogger('browser_use_mcp.dashboard')
 PREFIX = '/dashboard'
 COOKIE = 'bumcp_dashboard'
 LOGIN_LIFETIME = 12 * 3600.0
-MAX_LOGINS = 256
+MAX_LOGINS = 1024
+MAX_LOGINS_EACH = 16  # per principal: people, browsers and devices signed in at once
 TOKEN_SCOPE_KEY = 'browser_use_mcp.dashboard_token'
 STATIC = {'dashboard.js': 'text/javascript; charset=utf-8', 'dashboard.css': 'text/css; charset=utf-8'}
 LOOPBACK_HOSTS = ('127.0.0.1', 'localhost', '[::1]')
@@ -117,8 +118,16 @@ class Dashboard:
 		return login_id, login  # type: ignore[return-value]
 
 	def _new_login(self, principal: str) -> str:
+		"""A login of ``principal``; its oldest goes beyond MAX_LOGINS_EACH, so one principal
+		signing in over and over cannot push the others out."""
+		now = time.time()
+		for stale in [k for k, v in self._logins.items() if now - v.created > LOGIN_LIFETIME]:
+			del self._logins[stale]
+		theirs = [k for k, v in self._logins.items() if v.principal == principal]
+		for old in theirs[: max(0, len(theirs) - MAX_LOGINS_EACH + 1)]:
+			del self._logins[old]
 		login_id = secrets.token_urlsafe(32)
-		self._logins[login_id] = Login(principal, secrets.token_urlsafe(32), time.time())
+		self._logins[login_id] = Login(principal, secrets.token_urlsafe(32), now)
 		while len(self._logins) > MAX_LOGINS:
 			self._logins.popitem(last=False)
 		return login_id
@@ -305,7 +314,6 @@ class Dashboard:
 
 	async def close(self, request: Request, principal: str, login_id: str | None, state: SessionState) -> Response:
 		closed = await self.registry.close(principal, state.session_id, 'closed from the dashboard')
-		self.frames.forget(state)
 		return JSONResponse({'closed': closed})
 
 	async def takeover(self, request: Request, principal: str, login_id: str | None, state: SessionState) -> Response:

@@ -13,6 +13,7 @@ import base64
 import contextlib
 import logging
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,7 +27,13 @@ Size = Literal['thumb', 'large']
 # (measured: docs/dashboard.md#costs)
 FRAME_WIDTH: dict[str, int] = {'thumb': 400, 'large': 1280}
 FRAME_QUALITY: dict[str, int] = {'thumb': 50, 'large': 60}
-FRAME_INTERVAL: dict[str, float] = {'thumb': 0.5, 'large': 0.2}
+FRAME_INTERVAL: dict[str, float] = {'thumb': 0.8, 'large': 0.2}
+TITLE_INTERVAL = 3.0  # s between reads of a page's title (with a frame)
+# While an agent's call younger than QUIET_DURING_CALLS runs, the last frame is served again (up to
+# MAX_FRAME_AGE old) instead of taking one: a capture then competes with the call for the renderer
+# (docs/dashboard.md#costs). An agent calling back to back still gets a frame every MAX_FRAME_AGE.
+QUIET_DURING_CALLS = 2.0
+MAX_FRAME_AGE = 3.0
 CAPTURE_TIMEOUT = 5.0
 LOCK_WAIT = 30.0  # s a takeover waits for the agent's call in flight to end
 WATCH_INTERVAL = 0.25
@@ -41,7 +48,7 @@ class Frame:
 	title: str | None = None  # the page's title then (browser-use's target titles can lag behind)
 
 
-async def _capture(state: SessionState, size: str) -> Frame:
+async def _capture(state: SessionState, size: str, read_title: bool) -> Frame:
 	cdp = await cdp_page(state)
 	send, sid = cdp.cdp_client.send, cdp.session_id
 	metrics = await send.Page.getLayoutMetrics(session_id=sid)
@@ -63,30 +70,39 @@ async def _capture(state: SessionState, size: str) -> Frame:
 	}
 	shot = await send.Page.captureScreenshot(params=params, session_id=sid)
 	title = None
-	with contextlib.suppress(Exception):  # a frame without a title rather than no frame
-		read = await send.Runtime.evaluate(params={'expression': 'document.title', 'returnByValue': True}, session_id=sid)
-		title = read.get('result', {}).get('value')
+	if read_title:
+		with contextlib.suppress(Exception):  # a frame without a title rather than no frame
+			read = await send.Runtime.evaluate(params={'expression': 'document.title', 'returnByValue': True}, session_id=sid)
+			title = read.get('result', {}).get('value')
 	return Frame(base64.b64decode(shot['data']), time.monotonic(), int(width), int(height), title if isinstance(title, str) else None)
 
 
 class Frames:
-	"""The newest frame of each session and size, taken on demand and throttled."""
+	"""The newest frame of each session and size, taken on demand and throttled. Held weakly:
+	a closed session's frames go with it."""
 
 	def __init__(self) -> None:
-		self._frames: dict[tuple[int, str], Frame] = {}
-		self._inflight: dict[tuple[int, str], asyncio.Task[Frame]] = {}
-		self.captures = 0  # how many were taken (tests and benchmarks read it)
+		self._frames: weakref.WeakKeyDictionary[SessionState, dict[str, Frame]] = weakref.WeakKeyDictionary()
+		self._inflight: dict[tuple[SessionState, str], asyncio.Task[Frame]] = {}
+		self._titles: weakref.WeakKeyDictionary[SessionState, tuple[float, str]] = weakref.WeakKeyDictionary()
+		self.captures = 0  # how many were taken (benchmarks read it)
 
 	async def get(self, state: SessionState, size: str) -> Frame | None:
 		"""A recent frame; the previous one if a new one cannot be taken (the page is between
 		documents, say); None if there has never been one."""
-		key = (id(state), size)
-		last = self._frames.get(key)
-		if last is not None and time.monotonic() - last.at < FRAME_INTERVAL[size]:
+		last = self._frames.get(state, {}).get(size)
+		now = time.monotonic()
+		if last is not None and now - last.at < FRAME_INTERVAL[size]:
 			return last
+		call = state.log.current
+		if last is not None and call is not None and time.time() - call.started < QUIET_DURING_CALLS and now - last.at < MAX_FRAME_AGE:
+			return last
+		key = (state, size)
 		task = self._inflight.get(key)
 		if task is None:  # else join the capture in flight rather than start another
-			task = asyncio.create_task(_capture(state, size), name='dashboard-frame')
+			known = self._titles.get(state)
+			read_title = known is None or now - known[0] > TITLE_INTERVAL
+			task = asyncio.create_task(_capture(state, size, read_title), name='dashboard-frame')
 			self._inflight[key] = task
 			self.captures += 1
 			task.add_done_callback(lambda t, k=key: self._done(k, t))
@@ -96,19 +112,19 @@ class Frames:
 			logger.debug('no frame of session %r: %r', state.session_id, exc)
 			return last
 
-	def _done(self, key: tuple[int, str], task: asyncio.Task[Frame]) -> None:
+	def _done(self, key: tuple[SessionState, str], task: asyncio.Task[Frame]) -> None:
 		self._inflight.pop(key, None)
-		if not task.cancelled() and task.exception() is None:
-			self._frames[key] = task.result()
+		state, size = key
+		if not task.cancelled() and task.exception() is None and state.closed_reason is None:
+			frame = task.result()
+			self._frames.setdefault(state, {})[size] = frame
+			if frame.title is not None:
+				self._titles[state] = (frame.at, frame.title)
 
 	def title(self, state: SessionState) -> str | None:
-		"""The page title the newest frame of this session saw, if any."""
-		frames = [f for k, f in self._frames.items() if k[0] == id(state)]
-		return max(frames, key=lambda f: f.at).title if frames else None
-
-	def forget(self, state: SessionState) -> None:
-		for key in [k for k in self._frames if k[0] == id(state)]:
-			del self._frames[key]
+		"""The page title a recent frame of this session saw, if any."""
+		known = self._titles.get(state)
+		return known[1] if known else None
 
 
 # -- takeover --------------------------------------------------------------------------------

@@ -5,8 +5,8 @@
 (() => {
 	const csrf = document.querySelector('meta[name="csrf-token"]').content;
 	const SESSIONS_EVERY = 1000; // ms between session list polls
-	const THUMB_EVERY = 500; // ms after one thumbnail arrived before the next is asked for
-	const LIVE_EVERY = 150; // the same for the large view
+	const THUMB_EVERY = 1000; // ms after one thumbnail arrived before the next is asked for
+	const LIVE_EVERY = 200; // the same for the large view
 	const KEYS = ['Enter', 'Backspace', 'Tab', 'Escape', 'Delete', 'ArrowLeft', 'ArrowUp', 'ArrowRight', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown'];
 
 	const cardsList = document.getElementById('cards');
