@@ -329,10 +329,10 @@ async def test_the_token_never_appears_in_the_log(server: HttpServer, alice: Per
 	assert ALPHA not in log and BETA not in log
 
 
-async def test_stdio_dashboard_port_serves_loopback_only(tmp_path: Path, site: str) -> None:
+async def test_stdio_dashboard_port_serves_loopback_only_and_a_takeover_times_out(tmp_path: Path, site: str) -> None:
 	port = free_port()
 	home = tmp_path / 'home'
-	async with running_server(home, '--dashboard-port', str(port), env=server_env(home)) as mcp:
+	async with running_server(home, '--dashboard-port', str(port), '--takeover-timeout', '2', env=server_env(home)) as mcp:
 		await mcp.ok('browser_navigate', session_id='local-one', url=f'{site}/two')
 		listening = {c.laddr for c in psutil.Process(mcp.pid).net_connections('inet') if c.status == psutil.CONN_LISTEN}
 		assert {(a.ip, a.port) for a in listening if a.port == port} == {('127.0.0.1', port)}
@@ -346,8 +346,19 @@ async def test_stdio_dashboard_port_serves_loopback_only(tmp_path: Path, site: s
 			assert rebound.status_code == 421, 'a DNS-rebound name is refused'
 			page = await http.get('/dashboard')
 			csrf = page.text.split('name="csrf-token" content="')[1].split('"')[0]
-			closed = await http.post(
-				'/dashboard/api/sessions/local-one/close', headers={'X-CSRF-Token': csrf, 'Origin': f'http://127.0.0.1:{port}'}
-			)
+			headers = {'X-CSRF-Token': csrf, 'Origin': f'http://127.0.0.1:{port}'}
+			api = '/dashboard/api/sessions/local-one'
+			early = await http.post(f'{api}/input', headers=headers, json={'kind': 'click', 'x': 0.5, 'y': 0.5})
+			assert early.status_code == 409, 'input only during a takeover'
+			assert (await http.post(f'{api}/takeover', headers=headers)).status_code == 200
+			bad = await http.post(f'{api}/input', headers=headers, json={'kind': 'click', 'x': 3, 'y': 0.5})
+			assert bad.status_code == 400 and bad.json()['error'].startswith('x must be')
+			foreign = await http.post(f'{api}/takeover', headers={**headers, 'Origin': 'http://evil.example'})
+			assert foreign.status_code == 403, 'another origin is refused even with the token'
+			# nobody sends input: the takeover ends after --takeover-timeout and the waiting call runs
+			result = await mcp.ok('browser_evaluate', session_id='local-one', expression='document.title')
+			assert result.structured['result'] == 'Page Two'
+			assert (await http.get('/dashboard/api/sessions')).json()['sessions'][0]['takeover'] is None
+			closed = await http.post(f'{api}/close', headers=headers)
 			assert closed.status_code == 200 and closed.json() == {'closed': True}
 		assert (await mcp.ok('browser_list_sessions')).text == 'No active browser sessions'
