@@ -101,6 +101,13 @@ class Person:
 			await self.cdp.send('Input.dispatchKeyEvent', {'type': 'keyDown', 'key': ch, 'text': ch})
 			await self.cdp.send('Input.dispatchKeyEvent', {'type': 'keyUp', 'key': ch})
 
+	async def press(self, key: str) -> None:
+		"""Enter or Escape on whatever has the focus."""
+		code, text = {'Enter': (13, '\r'), 'Escape': (27, '')}[key]
+		down = {'type': 'keyDown', 'key': key, 'code': key, 'windowsVirtualKeyCode': code, **({'text': text} if text else {})}
+		await self.cdp.send('Input.dispatchKeyEvent', down)
+		await self.cdp.send('Input.dispatchKeyEvent', {'type': 'keyUp', 'key': key, 'code': key, 'windowsVirtualKeyCode': code})
+
 	async def screenshot(self, path: Path) -> None:
 		shot = await self.cdp.send('Page.captureScreenshot', {'format': 'png'})
 		path.parent.mkdir(parents=True, exist_ok=True)
@@ -313,6 +320,34 @@ async def test_takeover_click_and_type_reach_the_page_and_the_agent_waits_until_
 	assert 'count' in clicks.split(), 'the click in the live view reached the page'
 	assert typed == 'hi', 'the typing in the live view reached the page'
 	await alice.click('#viewer-close')
+	await alice.wait("document.getElementById('viewer').hidden")
+
+
+async def test_a_running_call_shows_on_its_card(alice: Person, alpha: Mcp, site: str) -> None:
+	card = "document.querySelector('#cards > li[data-sid=\"alpha-form\"]').innerText"
+	slow = asyncio.create_task(alpha.call('browser_navigate', session_id='alpha-form', url=f'{site}/slow?s=4'))
+	try:
+		await alice.wait(f"{card}.includes('busy') && {card}.includes('browser_navigate(url=')", timeout=15)
+	finally:
+		assert not (await slow).is_error
+	await alice.wait(f"{card}.includes('idle for')", timeout=15)
+
+
+async def test_keyboard_opens_the_live_view_and_the_wheel_scrolls_the_page(alice: Person, alpha: Mcp) -> None:
+	sid = 'alpha-home'  # on /long since the thumbnail test
+	await alice.js(f"document.querySelector('#cards > li[data-sid=\"{sid}\"] .thumb').focus()")
+	await alice.press('Enter')
+	await alice.wait("!document.getElementById('viewer').hidden && document.activeElement.id === 'takeover'")
+	await alice.press('Enter')
+	await alice.wait("!document.getElementById('release').hidden")
+	box = await alice.js("(() => { const b = document.getElementById('live').getBoundingClientRect(); return [b.x + b.width / 2, b.y + b.height / 2]; })()")
+	await alice.cdp.send('Input.dispatchMouseEvent', {'type': 'mouseWheel', 'x': box[0], 'y': box[1], 'deltaX': 0, 'deltaY': 600})
+	await asyncio.sleep(0.3)  # the page batches wheel events for 0.1 s
+	await alice.click('#release')
+	await alice.wait("document.getElementById('release').hidden")
+	scrolled = (await alpha.ok('browser_evaluate', session_id=sid, expression='scrollY')).structured['result']
+	assert scrolled > 0, 'the wheel in the live view scrolled the page'
+	await alice.press('Escape')
 	await alice.wait("document.getElementById('viewer').hidden")
 
 

@@ -266,6 +266,8 @@
 		try {
 			await post(sid, 'takeover');
 			mine = true;
+			takeoverButton.hidden = true;
+			releaseButton.hidden = false;
 			screen.focus();
 		} catch (error) {
 			viewerStatus.textContent = `Could not take over: ${error.message}`;
@@ -278,6 +280,8 @@
 		await pending; // what the person typed reaches the page before the agent gets it back
 		try { await post(viewing, 'release'); } catch (error) { viewerStatus.textContent = `Could not release: ${error.message}`; }
 		mine = false;
+		releaseButton.hidden = true;
+		takeoverButton.hidden = false;
 		takeoverButton.focus();
 		refresh();
 	});
@@ -324,10 +328,7 @@
 	}, { passive: false });
 
 	screen.addEventListener('keydown', (event) => {
-		if (!mine) {
-			if (event.key === 'Escape') closeViewer();
-			return;
-		}
+		if (!mine) return;
 		if (event.ctrlKey || event.metaKey || event.altKey) return;
 		if (event.key.length === 1) send({ kind: 'text', text: event.key });
 		else if (KEYS.includes(event.key)) send({ kind: 'key', key: event.key });
@@ -342,8 +343,9 @@
 		event.preventDefault();
 	});
 
-	viewer.addEventListener('keydown', (event) => {
-		if (event.key === 'Escape' && event.target !== screen) closeViewer();
+	// Escape leaves the large view, except while driving with the focus on the page (it goes to the page then)
+	document.addEventListener('keydown', (event) => {
+		if (event.key === 'Escape' && viewing !== null && !(mine && event.target === screen)) closeViewer();
 	});
 
 	document.getElementById('logout').addEventListener('click', async () => {
