@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import psutil
@@ -28,6 +29,8 @@ from tests.e2e.test_http import HttpServer, connect, free_port, http_server
 from tests.support import Background, Mcp, running_server, server_env, user_chromium
 
 ALPHA = f'alpha-{uuid.uuid4().hex}'
+# a session id that is markup and URL syntax at once: shown as text, encoded in URLs
+ODD = 'alpha <b>odd</b> /?#%2F'
 BETA = f'beta-{uuid.uuid4().hex}'
 # where a test run may save what the person saw (CI keeps it if it likes; nothing depends on it)
 SHOTS = Path(os.environ.get('DASHBOARD_SHOTS', '')) if os.environ.get('DASHBOARD_SHOTS') else None
@@ -157,7 +160,7 @@ async def beta(server: HttpServer) -> AsyncIterator[Mcp]:
 @pytest.fixture(scope='module')
 async def sessions(alpha: Mcp, beta: Mcp, site: str) -> dict[str, str]:
 	"""Three sessions of alpha on different pages, one of beta."""
-	pages = {'alpha-home': '/', 'alpha-form': '/form', 'alpha-epoch': '/epoch'}
+	pages = {'alpha-home': '/', 'alpha-form': '/form', 'alpha-epoch': '/epoch', ODD: '/two'}
 	for sid, path in pages.items():
 		await alpha.ok('browser_navigate', session_id=sid, url=f'{site}{path}')
 	await beta.ok('browser_navigate', session_id='beta-only', url=f'{site}/two')
@@ -197,6 +200,8 @@ async def test_bearer_header_lists_only_that_principals_sessions(server: HttpSer
 		assert {s['session_id'] for s in theirs.json()['sessions']} == {'beta-only'}
 		other = await http.get('/dashboard/api/sessions/alpha-home/frame.jpg', headers={'Authorization': f'Bearer {BETA}'})
 		assert other.status_code == 404
+		odd = await http.get(f'/dashboard/api/sessions/{quote(ODD, safe="")}/frame.jpg', headers={'Authorization': f'Bearer {ALPHA}'})
+		assert odd.status_code == 200 and odd.headers['content-type'] == 'image/jpeg'
 
 
 async def test_cards_list_exactly_the_principals_sessions_without_overlap(
@@ -206,6 +211,8 @@ async def test_cards_list_exactly_the_principals_sessions_without_overlap(
 	assert await alice.js('document.cookie') == '', 'the sign-in cookie is HttpOnly'
 	await alice.wait(f'document.querySelectorAll("#cards > li").length === {len(sessions)}')
 	assert set(await alice.cards()) == set(sessions)
+	assert await alice.js("document.querySelector('#cards b') === null"), 'a session id is never markup'
+	assert ODD in await alice.js("[...document.querySelectorAll('#cards .sid')].map(h => h.textContent)")
 	await alice.wait('[...document.querySelectorAll(".thumb img")].every(i => i.classList.contains("loaded"))')
 	boxes = await alice.js(
 		"[...document.querySelectorAll('#cards > li')].map(c => { const b = c.getBoundingClientRect(); "
