@@ -85,7 +85,6 @@ class Frames:
 		self._frames: weakref.WeakKeyDictionary[SessionState, dict[str, Frame]] = weakref.WeakKeyDictionary()
 		self._inflight: dict[tuple[SessionState, str], asyncio.Task[Frame]] = {}
 		self._titles: weakref.WeakKeyDictionary[SessionState, tuple[float, str]] = weakref.WeakKeyDictionary()
-		self.captures = 0  # how many were taken (benchmarks read it)
 
 	async def get(self, state: SessionState, size: str) -> Frame | None:
 		"""A recent frame; the previous one if a new one cannot be taken (the page is between
@@ -104,7 +103,6 @@ class Frames:
 			read_title = known is None or now - known[0] > TITLE_INTERVAL
 			task = asyncio.create_task(_capture(state, size, read_title), name='dashboard-frame')
 			self._inflight[key] = task
-			self.captures += 1
 			task.add_done_callback(lambda t, k=key: self._done(k, t))
 		try:
 			return await asyncio.wait_for(asyncio.shield(task), CAPTURE_TIMEOUT)
