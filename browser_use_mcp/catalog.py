@@ -15,13 +15,19 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from browser_use_mcp.errors import InvalidArgument, UnknownTool
+from browser_use_mcp.errors import InvalidArgument, ToolError, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools import ALL_TOOLS
 from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Hints, Reply, Tool
 from browser_use_mcp.tools.common import ensure_focus, with_page_state
 
 logger = logging.getLogger('browser_use_mcp.catalog')
+
+# The progress message of a call waiting while a person drives its session from the dashboard.
+HELD_BY_PERSON = (
+	'A person is driving this browser session from the dashboard; this call waits until they release it '
+	'(or stop interacting for a while), then runs.'
+)
 
 SESSION_ID_SCHEMA = {
 	'type': 'string',
@@ -88,13 +94,28 @@ class Catalog:
 		parsed = tool.parse(args)
 
 		async def act(state: SessionState) -> Reply | str:
-			await ensure_focus(state)
-			result = await tool.handler(state, parsed, call)
-			if getattr(parsed, 'include_state', False):  # still under the session's lock: the page as the action left it
-				return await with_page_state(state, _as_reply(result))
-			return result
+			record = state.log.begin(name, args)
+			error: str | None = 'cancelled'
+			try:
+				await ensure_focus(state)
+				result = await tool.handler(state, parsed, call)
+				if getattr(parsed, 'include_state', False):  # still under the session's lock: the page as the action left it
+					result = await with_page_state(state, _as_reply(result))
+				error = None
+				return result
+			except ToolError as exc:
+				error = exc.message
+				raise
+			except Exception as exc:
+				error = f'{type(exc).__name__}: {exc}'
+				raise
+			finally:
+				state.log.end(record, error)
 
-		state, result = await self.sessions.run(call.principal, session_id, act)
+		async def waiting(state: SessionState) -> None:
+			await call.report_progress(0, None, HELD_BY_PERSON)
+
+		state, result = await self.sessions.run(call.principal, session_id, act, on_hold=waiting)
 		reply = _checked(tool, _as_reply(result))
 		reply.notes.extend(state.take_notes())
 		return reply

@@ -46,6 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
 		default=None,
 		help=f'allow binding HTTP to a non-loopback address without tokens (env {_env("allow_unauthenticated")})',
 	)
+	g.add_argument(
+		'--dashboard-port',
+		type=int,
+		metavar='N',
+		help=f'stdio: serve the live dashboard at http://127.0.0.1:N/dashboard (default off; HTTP serves it at /dashboard; env {_env("dashboard_port")})',
+	)
+	g.add_argument(
+		'--takeover-timeout',
+		type=float,
+		metavar='SECONDS',
+		help=f'a dashboard takeover ends after this long without input (default 120; env {_env("takeover_timeout")})',
+	)
 	s = parser.add_argument_group('sessions')
 	s.add_argument(
 		'--idle-timeout',
@@ -134,6 +146,8 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'port': ns.port,
 		'auth_tokens': tuple(ns.auth_tokens) if ns.auth_tokens else None,
 		'allow_unauthenticated': ns.allow_unauthenticated,
+		'dashboard_port': ns.dashboard_port,
+		'takeover_timeout': ns.takeover_timeout,
 		'idle_timeout': ns.idle_timeout,
 		'max_session_duration': ns.max_session_duration,
 		'max_sessions': ns.max_sessions,

@@ -56,6 +56,8 @@ class ServerConfig:
 	port: int = 8000
 	auth_tokens: tuple[str, ...] = ()
 	allow_unauthenticated: bool = False
+	dashboard_port: int = 0  # stdio: serve the dashboard on 127.0.0.1 at this port; 0 = off (HTTP: always at /dashboard)
+	takeover_timeout: float = 120.0  # s without input after which a dashboard takeover ends by itself
 
 	# lifecycle
 	idle_timeout: float = 600.0
@@ -139,6 +141,8 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'port': (f'{ENV_PREFIX}PORT', _int),
 	'auth_tokens': (f'{ENV_PREFIX}AUTH_TOKENS', _tokens),
 	'allow_unauthenticated': (f'{ENV_PREFIX}ALLOW_UNAUTHENTICATED', _truthy),
+	'dashboard_port': (f'{ENV_PREFIX}DASHBOARD_PORT', _int),
+	'takeover_timeout': (f'{ENV_PREFIX}TAKEOVER_TIMEOUT', _float),
 	'idle_timeout': (f'{ENV_PREFIX}IDLE_TIMEOUT', _float),
 	'max_session_duration': (f'{ENV_PREFIX}MAX_SESSION_DURATION', _float),
 	'max_sessions': (f'{ENV_PREFIX}MAX_SESSIONS', _int),
@@ -292,6 +296,10 @@ def validate(config: ServerConfig) -> None:
 		problems.append(f'grid default session must be grid or local, not {config.grid_default_session!r}')
 	if config.watchdog not in ('auto', 'on', 'off'):
 		problems.append(f'watchdog must be auto, on or off, not {config.watchdog!r}')
+	if not 0 <= config.dashboard_port < 65536:
+		problems.append(f'dashboard port {config.dashboard_port} is out of range (0 turns the dashboard off)')
+	if config.takeover_timeout <= 0:
+		problems.append('takeover timeout must be > 0 seconds')
 	if not 0 < config.port < 65536:
 		problems.append(f'port {config.port} is out of range')
 	if problems:

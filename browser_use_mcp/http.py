@@ -41,6 +41,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.dashboard.app import Dashboard, HideToken
 from browser_use_mcp.server import PrincipalOf, build_server, run_until_stopped
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
 from browser_use_mcp.telemetry import Telemetry
@@ -51,6 +52,7 @@ MCP_PATH = '/mcp'
 # The legacy HTTP+SSE transport (protocol 2024-11-05), for clients that speak nothing newer:
 # GET SSE_PATH opens the stream, whose first event names MESSAGES_PATH?session_id=... to POST to.
 SSE_PATH = '/sse'
+DASHBOARD_PATH = '/dashboard'
 MESSAGES_PATH = '/messages/'
 # A token shorter than this can be guessed by anyone who can reach the port.
 MIN_TOKEN_LENGTH = 16
@@ -281,9 +283,12 @@ class LegacySse:
 			stream.cancel.cancel()
 
 
-def build_app(server: Server[Any], config: ServerConfig, verifier: TokenPrincipals | None) -> Starlette:
+def build_app(
+	server: Server[Any], config: ServerConfig, verifier: TokenPrincipals | None, dashboard: Dashboard | None = None
+) -> Starlette:
 	"""The ASGI app: the SDK's Streamable HTTP endpoint at /mcp and its legacy HTTP+SSE one at
-	/sse and /messages/, one ``Server`` behind both, behind bearer auth if configured.
+	/sse and /messages/, one ``Server`` behind both, behind bearer auth if configured; and the
+	dashboard at /dashboard (it checks the same tokens itself, and also takes a sign-in cookie).
 
 	Setting the SDK's ``AuthenticatedUser`` on each request also makes the SDK bind every
 	handshake-era transport session and every SSE session to the principal that opened it.
@@ -298,6 +303,8 @@ def build_app(server: Server[Any], config: ServerConfig, verifier: TokenPrincipa
 	)
 	legacy = LegacySse(server, security)
 	middleware: list[Middleware] = []
+	if dashboard is not None:  # first: a ?token= is gone from the URL before anything logs it
+		middleware.append(Middleware(HideToken))
 	if verifier is not None:
 		middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)))
 
@@ -313,6 +320,7 @@ def build_app(server: Server[Any], config: ServerConfig, verifier: TokenPrincipa
 		Route(MCP_PATH, endpoint=protect(StreamableHTTPASGIApp(manager))),
 		Route(SSE_PATH, endpoint=protect(legacy.stream)),
 		Route(MESSAGES_PATH, endpoint=protect(legacy.transport.handle_post_message)),
+		*(dashboard.routes() if dashboard is not None else []),
 	]
 	app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 	app.state.legacy_sse = legacy
@@ -374,7 +382,13 @@ async def serve_http(config: ServerConfig) -> None:
 		telemetry.started()
 		principal_of: PrincipalOf = principal_from_request if verifier else (lambda _ctx: LOCAL_PRINCIPAL)
 		server = build_server(Catalog(registry), principal_of=principal_of, telemetry=telemetry)
-		app = build_app(server, config, verifier)
+		dashboard = Dashboard(
+			registry,
+			verifier.principal if verifier else None,
+			loopback=is_loopback(config.host),
+			takeover_timeout=config.takeover_timeout,
+		)
+		app = build_app(server, config, verifier, dashboard)
 		legacy = app.state.legacy_sse
 		uv = _uvicorn_server(app, config)
 		serving = asyncio.create_task(uv.serve(sockets=[sock]), name='http-server')
@@ -382,7 +396,8 @@ async def serve_http(config: ServerConfig) -> None:
 		host = f'[{bare}]' if ':' in bare else bare
 		auth = f'{len(verifier)} token(s)' if verifier else 'no authentication'
 		print(
-			f'browser-use-mcp: serving MCP at http://{host}:{config.port}{MCP_PATH} (legacy HTTP+SSE at {SSE_PATH}; {auth})',
+			f'browser-use-mcp: serving MCP at http://{host}:{config.port}{MCP_PATH} (legacy HTTP+SSE at {SSE_PATH}; '
+			f'dashboard at {DASHBOARD_PATH}; {auth})',
 			file=sys.stderr,
 			flush=True,
 		)
@@ -412,3 +427,30 @@ async def serve_http(config: ServerConfig) -> None:
 					logger.debug('HTTP server ended with %r after a forced exit', exc)
 		sock.close()
 		telemetry.stopped()
+
+
+@contextlib.asynccontextmanager
+async def standalone_dashboard(config: ServerConfig, registry: SessionRegistry) -> AsyncIterator[None]:
+	"""With stdio, ``--dashboard-port N``: the dashboard alone on 127.0.0.1:N, for the one local
+	principal, served while the block runs. Loopback only: stdio has no tokens to check."""
+	if not config.dashboard_port:
+		yield
+		return
+	sock = bind_socket('127.0.0.1', config.dashboard_port)
+	dashboard = Dashboard(registry, None, loopback=True, takeover_timeout=config.takeover_timeout)
+	app = Starlette(routes=dashboard.routes(), middleware=[Middleware(HideToken)])
+	uv = _uvicorn_server(app, config)
+	serving = asyncio.create_task(uv.serve(sockets=[sock]), name='dashboard-server')
+	print(f'browser-use-mcp: dashboard at http://127.0.0.1:{config.dashboard_port}{DASHBOARD_PATH}', file=sys.stderr, flush=True)
+	try:
+		yield
+	finally:
+		uv.should_exit = True
+		try:
+			await asyncio.wait_for(asyncio.shield(serving), timeout=HTTP_SHUTDOWN_GRACE)
+		except (TimeoutError, asyncio.CancelledError, Exception):
+			uv.force_exit = True
+			serving.cancel()
+			with contextlib.suppress(asyncio.CancelledError, Exception):
+				await serving
+		sock.close()

@@ -172,12 +172,17 @@ async def serve_stdio(config: ServerConfig) -> None:
 	from mcp.server.stdio import stdio_server
 
 	registry = SessionRegistry(config)
+	dashboard = contextlib.nullcontext()
+	if config.dashboard_port:
+		from browser_use_mcp.http import standalone_dashboard
+
+		dashboard = standalone_dashboard(config, registry)
 	registry.begin()
 	telemetry = Telemetry(config)
 	telemetry.started()
 	server = build_server(Catalog(registry), telemetry=telemetry)
 	try:
-		async with stdio_server() as (read_stream, write_stream):
+		async with dashboard, stdio_server() as (read_stream, write_stream):
 			await run_until_stopped(
 				server.run(read_stream, write_stream, server.create_initialization_options()), registry, config.shutdown_grace
 			)

@@ -16,7 +16,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +38,7 @@ from browser_use_mcp.browser import (
 	profile_lock_owner,
 	sweep_orphans,
 )
+from browser_use_mcp.calllog import CallLog
 from browser_use_mcp.config import ServerConfig, complete
 from browser_use_mcp.errors import (
 	BrowserActionFailed,
@@ -59,6 +60,7 @@ LOCAL_PRINCIPAL = 'local'
 MAX_SESSION_ID_LENGTH = 256
 TOMBSTONE_LIMIT = 1024
 CANCEL_GRACE = 15.0  # s a cancelled handler gets to let go of the browser
+HOLD_NOTICE = 5.0  # s between progress notices to a call waiting for a person (dashboard takeover)
 
 current_session: contextvars.ContextVar[str] = contextvars.ContextVar('current_session', default='-')
 
@@ -155,6 +157,8 @@ class SessionState:
 	calls: set[asyncio.Task[Any]] = field(default_factory=set)  # tool calls running in it now
 	file_system: Any = None  # browser-use's FileSystem in the session's files directory
 	options: SessionOptions | None = None  # what browser_create_session made it with (None: server defaults)
+	log: CallLog = field(default_factory=CallLog)  # recent tool calls, for the dashboard
+	takeover: Any = None  # dashboard.takeover.Takeover: a person drives the page and holds the lock
 	_tools: Any = None
 
 	@property
@@ -499,10 +503,12 @@ class SessionRegistry:
 		fn: Callable[[SessionState], Awaitable[T]],
 		*,
 		create: bool = True,
+		on_hold: Callable[[SessionState], Awaitable[None]] | None = None,
 	) -> tuple[SessionState, T]:
-		"""Run ``fn`` on the session under its lock; a close of the session cancels it."""
+		"""Run ``fn`` on the session under its lock; a close of the session cancels it. ``on_hold`` is
+		awaited (then every HOLD_NOTICE s) while the call waits for a person driving it from the dashboard."""
 		state = await self.resolve(principal, session_id, create=create)
-		async with state.lock:
+		async with self._locked(state, on_hold):
 			if state.closed_reason is not None:
 				raise SessionClosed(
 					f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call waited for it. '
@@ -510,7 +516,7 @@ class SessionRegistry:
 				)
 			if not state.browser.alive():
 				await self._lose(state, 'crashed', state.browser.death_detail())
-				return await self.run(principal, session_id, fn, create=create)
+				return await self.run(principal, session_id, fn, create=create, on_hold=on_hold)
 			state.busy += 1
 			state.touch()
 			with state.browser.tasks.entered():  # what the call starts belongs to this browser
@@ -537,6 +543,37 @@ class SessionRegistry:
 				state.calls.discard(inner)
 				state.busy -= 1
 				state.touch()
+
+	@contextlib.asynccontextmanager
+	async def _locked(
+		self, state: SessionState, on_hold: Callable[[SessionState], Awaitable[None]] | None
+	) -> AsyncIterator[None]:
+		"""The session's lock. A call that has to wait for it while a person holds it (dashboard
+		takeover) says so through ``on_hold``, so its client knows why nothing happens."""
+		notices = None
+		if on_hold is not None and state.lock.locked():
+			notices = asyncio.create_task(self._tell_held(state, on_hold))
+		try:
+			await state.lock.acquire()
+		finally:
+			if notices is not None:
+				notices.cancel()
+		try:
+			yield
+		finally:
+			state.lock.release()
+
+	@staticmethod
+	async def _tell_held(state: SessionState, on_hold: Callable[[SessionState], Awaitable[None]]) -> None:
+		while True:
+			if state.takeover is not None:
+				try:
+					await on_hold(state)
+				except Exception as exc:  # a notice is a courtesy: the call waits on regardless
+					logger.debug('could not tell a waiting call about the takeover: %r', exc)
+				await asyncio.sleep(HOLD_NOTICE)
+			else:
+				await asyncio.sleep(0.2)
 
 	def _closed_error(self, state: SessionState) -> Exception:
 		lost = self._take_loss(state.key)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,6 +142,29 @@ async def running_server(home: Path, *args: str, env: dict[str, str] | None = No
 	finally:
 		if pid is not None:
 			stop_server(pid)
+
+
+@contextlib.contextmanager
+def user_chromium(profile: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+	"""A headless Chromium started as a user would (remote debugging on, its own profile), with
+	an about:blank tab: (its http://127.0.0.1:port CDP address, the process). Always killed."""
+	from browser_use_mcp.browser import find_chromium
+
+	argv = [find_chromium() or 'chromium', '--headless=new', '--no-sandbox', BLACKHOLE_PROXY, f'--user-data-dir={profile}']
+	argv += ['--remote-debugging-port=0', '--no-first-run', *args, 'about:blank']
+	proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+	try:
+		port_file = profile / 'DevToolsActivePort'
+
+		def port() -> str | None:  # Chromium creates the file before it writes the port into it
+			words = port_file.read_text().split() if port_file.exists() else []
+			return words[0] if len(words) >= 2 else None  # the port line is complete once the path follows
+
+		assert wait_until(lambda: port() is not None, 15), 'the test browser did not start'
+		yield f'http://127.0.0.1:{port()}', proc
+	finally:
+		os.killpg(proc.pid, signal.SIGKILL)
+		proc.wait(5)
 
 
 class Background:

@@ -22,8 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from browser_use_mcp.browser import OWNER_SWITCH, find_chromium, session_digest
-from tests.support import BLACKHOLE_PROXY, Mcp, RawServer, owned_processes, server_env, wait_until
+from browser_use_mcp.browser import OWNER_SWITCH, session_digest
+from tests.support import Mcp, RawServer, owned_processes, server_env, user_chromium, wait_until
 
 
 @pytest.fixture
@@ -174,22 +174,8 @@ async def test_closing_a_context_leaves_the_others_in_its_browser_alone(raw: lis
 @pytest.fixture
 def chromium(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen]]:
 	"""A browser the test starts itself, as a user would (remote debugging on), with its own tab."""
-	profile = tmp_path / 'user-browser'
-	argv = [find_chromium() or 'chromium', '--headless=new', '--no-sandbox', BLACKHOLE_PROXY, f'--user-data-dir={profile}']
-	argv += ['--remote-debugging-port=0', '--no-first-run', 'about:blank']
-	proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-	try:
-		port_file = profile / 'DevToolsActivePort'
-
-		def port() -> str | None:  # Chromium creates the file before it writes the port into it
-			words = port_file.read_text().split() if port_file.exists() else []
-			return words[0] if len(words) >= 2 else None  # the port line is complete once the path follows
-
-		assert wait_until(lambda: port() is not None, 15), 'the test browser did not start'
-		yield f'http://127.0.0.1:{port()}', proc
-	finally:
-		os.killpg(proc.pid, signal.SIGKILL)
-		proc.wait(5)
+	with user_chromium(tmp_path / 'user-browser') as found:
+		yield found
 
 
 def page_urls(url: str) -> list[str]:
