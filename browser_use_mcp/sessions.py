@@ -158,7 +158,7 @@ class SessionState:
 	file_system: Any = None  # browser-use's FileSystem in the session's files directory
 	options: SessionOptions | None = None  # what browser_create_session made it with (None: server defaults)
 	log: CallLog = field(default_factory=CallLog)  # recent tool calls, for the dashboard
-	takeover: Any = None  # dashboard.takeover.Takeover: a person drives the page and holds the lock
+	takeover: Any = None  # dashboard.live.Takeover: a person drives the page and holds the lock
 	_tools: Any = None
 
 	@property
