@@ -153,6 +153,7 @@ class SessionState:
 	closed_reason: str | None = None
 	calls: set[asyncio.Task[Any]] = field(default_factory=set)  # tool calls running in it now
 	file_system: Any = None  # browser-use's FileSystem in the session's files directory
+	saved_states: Path | None = None  # the principal's named storage states (browser_save_state{path})
 	_tools: Any = None
 
 	@property
@@ -383,6 +384,12 @@ class SessionRegistry:
 	def exists(self, principal: str, session_id: str) -> bool:
 		key = (principal, session_id)
 		return key in self._sessions or key in self._creating
+
+	async def saved_states(self, principal: str) -> Path:
+		"""Where this principal's named storage states are kept (see ``StateDir.saved_states``)."""
+		await self.ready()
+		assert self._state_dir is not None
+		return self._state_dir.saved_states(principal)
 
 	def normalize_id(self, session_id: str | None) -> str:
 		return DEFAULT_SESSION_ID if session_id is None else check_session_id(session_id)
@@ -650,6 +657,7 @@ class SessionRegistry:
 			is_default=is_default,
 			notes=notes,
 			file_system=file_system,
+			saved_states=self._state_dir.saved_states(principal),
 		)
 		if self._shutting_down:
 			await Spare(dirs, browser).discard()
