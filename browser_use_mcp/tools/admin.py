@@ -96,11 +96,13 @@ async def browser_create_session(registry: SessionRegistry, args: CreateArgs, ca
 			raise _already_open(state.session_id, 'storage_state applies to a new session only')
 		await _start_from(registry, state, initial)
 		notes.append(f'Started from the storage state: {_counts(initial)}.')
-	return _created_reply(registry, state, created, notes)
+	out = _created(registry, state, created)
+	return Reply(as_json(out), structured=out, notes=notes)
 
 
-def _created_reply(registry: SessionRegistry, state: SessionState, created: bool, notes: list[str]) -> Reply[CreatedSession]:
-	out = CreatedSession(
+def _created(registry: SessionRegistry, state: SessionState, created: bool) -> dict[str, Any]:
+	"""What browser_create_session and browser_clone_session return about the new session."""
+	return CreatedSession(
 		session_id=state.session_id,
 		created=created,
 		idle_timeout_seconds=registry.config.idle_timeout or None,
@@ -109,7 +111,6 @@ def _created_reply(registry: SessionRegistry, state: SessionState, created: bool
 		location=state.browser.where,
 		retention=registry.retention_text(),
 	).dump()
-	return Reply(as_json(out), structured=out, notes=notes)
 
 
 async def _storage_state_arg(registry: SessionRegistry, principal: str, value: Any) -> StorageState:
@@ -321,4 +322,5 @@ async def browser_clone_session(registry: SessionRegistry, args: CloneArgs, call
 	await _start_from(registry, state, data, target)
 	notes = state.take_notes()
 	notes.append(f'Cloned from {source!r}: {_counts(data)}' + (f'; opened {target}.' if target else '.'))
-	return _created_reply(registry, state, True, notes)
+	out = _created(registry, state, True)
+	return Reply(as_json(out), structured=out, notes=notes)

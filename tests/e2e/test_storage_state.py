@@ -59,7 +59,13 @@ async def test_save_then_create_from_the_object_starts_logged_in(mcp: Mcp, site:
 	state = saved.structured
 	assert set(state) == {'cookies', 'origins'}, "Playwright's storageState keys, nothing else"
 	(cookie,) = auth_cookies(state)
-	assert (cookie['value'], cookie['domain'], cookie['path'], cookie['httpOnly'], cookie['expires']) == ('ann', '127.0.0.1', '/', True, -1)
+	assert (cookie['value'], cookie['domain'], cookie['path'], cookie['httpOnly'], cookie['expires']) == (
+		'ann',
+		'127.0.0.1',
+		'/',
+		True,
+		-1,
+	)
 	assert state['origins'] == [{'origin': site, 'localStorage': [{'name': 'note', 'value': 'n1'}]}]
 	assert json.loads(saved.text.split('\n', 1)[1]) == state, 'the text carries the same JSON'
 
