@@ -196,3 +196,10 @@ async def test_a_principal_cannot_load_anothers_saved_state(tmp_path: Path, site
 			assert await open_ids(beta) == set(), 'nothing created for beta'
 			own = (await alpha.ok('browser_create_session', storage_state='shared-name.json')).structured['session_id']
 			assert await me(alpha, site, own) == 'Me: gus / n8'
+
+			secret = f'secret-{uuid.uuid4().hex}'
+			cookie = {'name': 'auth', 'value': secret, 'domain': '127.0.0.1', 'httpOnly': True}
+			seeded = (await alpha.ok('browser_create_session', storage_state={'cookies': [cookie]})).structured['session_id']
+			saved = (await alpha.ok('browser_save_state', session_id=seeded, path='secret.json')).structured
+			assert [c['value'] for c in auth_cookies(saved)] == [secret]
+		assert secret not in server.log_text(), 'cookie values are never logged'
