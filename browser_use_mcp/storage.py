@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -63,7 +64,7 @@ class StateCookie(_Shape):
 	name: str = Field(max_length=4096)
 	value: str = Field(max_length=8192)
 	domain: str = Field(min_length=1, max_length=255, description='Host (host-only cookie) or .domain (domain cookie).')
-	path: str = Field('/', max_length=1024)
+	path: str = Field('/', max_length=1024, pattern='^/', description='Starts with /.')
 	expires: Seconds = Field(-1, description='Seconds since the epoch; -1: a session cookie.')
 	httpOnly: bool = False  # noqa: N815 - Playwright's key
 	secure: bool = False
@@ -288,14 +289,23 @@ async def apply_storage_state(state: SessionState, data: StorageState) -> None:
 	"""Give a new session the cookies and localStorage of ``data`` before it loads any page.
 	Raises BrowserActionFailed saying what could not be set; the caller closes the session then."""
 	bs = state.browser_session
-	if data.cookies:
+	now = time.time()
+	cookies = [c for c in data.cookies if not 0 < c.expires <= now]  # expired ones would only be dropped
+	if cookies:
 		try:
-			await bs.cdp_client.send.Storage.setCookies(params={'cookies': [_cookie_in(c) for c in data.cookies]})
+			await bs.cdp_client.send.Storage.setCookies(params={'cookies': [_cookie_in(c) for c in cookies]})
+			jar = (await bs.cdp_client.send.Storage.getCookies(params={})).get('cookies', [])
 		except Exception as exc:
+			raise BrowserActionFailed(f'The browser refused the cookies of storage_state: {str(exc)[:300]}.') from None
+		# Chromium drops a cookie it finds invalid without a word: say which (by name; values are secrets)
+		have = {(c.get('name'), (c.get('domain') or '').lstrip('.'), c.get('path')) for c in jar}
+		dropped = [c for c in cookies if (c.name, c.domain.lstrip('.'), c.path) not in have]
+		if dropped:
+			names = ', '.join(f'{c.name!r} ({c.domain}{c.path})' for c in dropped[:10])
 			raise BrowserActionFailed(
-				f'The browser refused the cookies of storage_state: {str(exc)[:300]}. Check their domain, path and '
-				'sameSite (sameSite "None" needs secure: true).'
-			) from None
+				f'The browser refused {len(dropped)} cookie(s) of storage_state: {names}. Check their domain and path, and '
+				'that a cookie with sameSite "None" or a name starting with __Secure-/__Host- has secure: true.'
+			)
 	origins = [o for o in data.origins if o.localStorage]
 	if origins:
 		await _seed_local_storage(state, origins)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_http import TOKENS, connect, http_server
-from tests.support import Mcp, isolation_modes
+from tests.support import Mcp, chromium_pids, isolation_modes, wait_until
 
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')
@@ -203,3 +203,12 @@ async def test_a_principal_cannot_load_anothers_saved_state(tmp_path: Path, site
 			saved = (await alpha.ok('browser_save_state', session_id=seeded, path='secret.json')).structured
 			assert [c['value'] for c in auth_cookies(saved)] == [secret]
 		assert secret not in server.log_text(), 'cookie values are never logged'
+
+
+async def test_a_state_the_browser_refuses_leaves_no_session(mcp: Mcp) -> None:
+	before, browsers = await open_ids(mcp), chromium_pids(mcp.browsers())
+	insecure_none = {'name': 'n', 'value': 'v', 'domain': '127.0.0.1', 'sameSite': 'None', 'secure': False}
+	result = await mcp.call('browser_create_session', session_id=new_id('refused'), storage_state={'cookies': [insecure_none]})
+	assert result.is_error and 'No session was created' in result.text, result.text
+	assert await open_ids(mcp) == before
+	assert wait_until(lambda: chromium_pids(mcp.browsers()) <= browsers), 'its browser is gone too'
