@@ -7,6 +7,7 @@ import logging
 import time
 from typing import Annotated, Any
 
+import anyio
 from pydantic import Field, WithJsonSchema
 
 from browser_use_mcp.errors import InvalidArgument, SessionNotFound, ToolError
@@ -144,9 +145,11 @@ async def _start_from(registry: SessionRegistry, state: SessionState, data: Stor
 	try:
 		await registry.run(state.principal, state.session_id, seed, create=False)
 	except BaseException as exc:
-		await registry.close(state.principal, state.session_id, 'its storage state could not be applied')
+		with anyio.CancelScope(shield=True):  # a cancelled call still leaves nothing behind
+			await registry.close(state.principal, state.session_id, 'its storage state could not be applied')
 		if isinstance(exc, ToolError):
-			raise type(exc)(f'{exc.message.rstrip(".")}. No session was created.') from None
+			exc.message = f'{exc.message.rstrip(".")}. No session was created.'
+			exc.args = (exc.message,)
 		raise
 
 
