@@ -148,6 +148,11 @@ class StateDir:
 			path.mkdir(mode=0o700)
 		return dirs
 
+	def saved_states(self, principal: str) -> Path:
+		"""Where browser_save_state keeps one principal's named states (made on first save): inside this
+		server's directory, so they outlive their sessions and go when the server does."""
+		return self.path / 'saved-states' / session_digest(principal, '')
+
 	def remove(self) -> None:
 		shutil.rmtree(self.path, ignore_errors=True)
 

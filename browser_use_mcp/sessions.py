@@ -159,6 +159,7 @@ class SessionState:
 	options: SessionOptions | None = None  # what browser_create_session made it with (None: server defaults)
 	log: CallLog = field(default_factory=CallLog)  # recent tool calls, for the dashboard
 	takeover: Any = None  # dashboard.live.Takeover: a person drives the page and holds the lock
+	saved_states: Path | None = None  # the principal's named storage states (browser_save_state{path})
 	_tools: Any = None
 
 	@property
@@ -389,6 +390,12 @@ class SessionRegistry:
 	def exists(self, principal: str, session_id: str) -> bool:
 		key = (principal, session_id)
 		return key in self._sessions or key in self._creating
+
+	async def saved_states(self, principal: str) -> Path:
+		"""Where this principal's named storage states are kept (see ``StateDir.saved_states``)."""
+		await self.ready()
+		assert self._state_dir is not None
+		return self._state_dir.saved_states(principal)
 
 	def normalize_id(self, session_id: str | None) -> str:
 		return DEFAULT_SESSION_ID if session_id is None else check_session_id(session_id)
@@ -721,6 +728,7 @@ class SessionRegistry:
 			notes=notes,
 			file_system=file_system,
 			options=options,
+			saved_states=self._state_dir.saved_states(principal),
 		)
 		if self._shutting_down:
 			await Spare(dirs, browser).discard()

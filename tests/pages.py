@@ -28,6 +28,9 @@ ROUTES_DOC = {
 	'/login?user=U': 'sets cookie user=U',
 	'/whoami': 'shows the cookie user',
 	'/storage?set=V': 'writes localStorage',
+	'/signin?user=U&note=N': 'sets the HttpOnly cookie auth=U and localStorage note=N',
+	'/me': 'title "Me: <auth cookie> / <localStorage note>" (nobody / none when unset)',
+	'/signout': 'clears the auth cookie and localStorage note',
 	'/slow?s=N': 'responds after N seconds',
 	'/download': 'a file download',
 	'/long': 'a tall page for scrolling',
@@ -168,6 +171,21 @@ class Handler(BaseHTTPRequestHandler):
 					'Storage',
 					f'<p id="v"></p><script>{script}document.getElementById("v").textContent = localStorage.getItem("v") || "empty"</script>',
 				)
+			)
+		elif p == '/signin':
+			name, note = q.get('user', ''), q.get('note', '')
+			self._send(
+				page('Signed in', f'<p id="who">signed in as {html.escape(name)}</p><script>localStorage.setItem("note", {note!r})</script>'),
+				headers={'Set-Cookie': f'auth={name}; Path=/; HttpOnly; SameSite=Lax'},
+			)
+		elif p == '/me':
+			auth = cookies['auth'].value if 'auth' in cookies else ''
+			script = f'document.title = "Me: " + {(auth or "nobody")!r} + " / " + (localStorage.getItem("note") || "none")'
+			self._send(page('Me', f'<p id="who">{html.escape(auth or "nobody")}</p><script>{script}</script>'))
+		elif p == '/signout':
+			self._send(
+				page('Signed out', '<script>localStorage.removeItem("note")</script>'),
+				headers={'Set-Cookie': 'auth=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax'},
 			)
 		elif p == '/slow':
 			time.sleep(float(q.get('s', '3')))

@@ -37,7 +37,14 @@ async def main():
 asyncio.run(main())
 """
 
-ADMIN_TOOLS = {'browser_list_sessions', 'browser_close_session', 'browser_close_all', 'browser_create_session', 'browser_close'}
+ADMIN_TOOLS = {
+	'browser_list_sessions',
+	'browser_close_session',
+	'browser_close_all',
+	'browser_create_session',
+	'browser_close',
+	'browser_clone_session',
+}
 
 
 @pytest.fixture(scope='module')
@@ -170,6 +177,8 @@ TOOLS_LIST_ORDER = [
 	'browser_close_session',
 	'browser_close_all',
 	'browser_close',
+	'browser_save_state',
+	'browser_clone_session',
 ]
 
 
@@ -314,10 +323,12 @@ def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> Non
 	acting_on_pages = {'browser_click', 'browser_type', 'browser_send_keys', 'browser_evaluate', 'retry_with_browser_use_agent'}
 	assert _with(advertised, 'destructiveHint') == closing | acting_on_pages
 	# what may reach a web site or the LLM provider; managing sessions and tabs stays on this machine
-	reaching_out = {'browser_navigate', 'browser_go_back', 'browser_extract_content'} | acting_on_pages
+	# (a clone opens its source's URL)
+	reaching_out = {'browser_navigate', 'browser_go_back', 'browser_extract_content', 'browser_clone_session'} | acting_on_pages
 	assert _with(advertised, 'openWorldHint') == reaching_out
 	# again with the same arguments: the same end state (closing twice closes once)
-	assert _with(advertised, 'idempotentHint') == reads | closing | {'browser_type', 'browser_switch_tab'}
+	# (saving a state under a name again writes the same file)
+	assert _with(advertised, 'idempotentHint') == reads | closing | {'browser_type', 'browser_switch_tab', 'browser_save_state'}
 
 
 def test_the_docs_read_the_annotations_back(advertised: dict[str, dict]) -> None:

@@ -19,13 +19,22 @@ from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.server import build_server
 from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.sessions import SessionRegistry
+from browser_use_mcp.storage import parse_state
 from browser_use_mcp.tools import ALL_TOOLS
-from browser_use_mcp.tools.admin import ClosedCount, CreatedSession, SessionList, describe
+from browser_use_mcp.tools.admin import ClosedCount, CreatedSession, SavedState, SessionList, describe
 from browser_use_mcp.tools.base import Call, NoArgs, Output, Reply, as_json, output_model_schema, tool
 from browser_use_mcp.tools.content import Evaluated
 from browser_use_mcp.tools.tabs import TabList
 
-STRUCTURED = {'browser_list_sessions', 'browser_list_tabs', 'browser_evaluate', 'browser_create_session', 'browser_close_all'}
+STRUCTURED = {
+	'browser_list_sessions',
+	'browser_list_tabs',
+	'browser_evaluate',
+	'browser_create_session',
+	'browser_close_all',
+	'browser_save_state',
+	'browser_clone_session',
+}
 
 
 @pytest.fixture
@@ -156,6 +165,43 @@ def test_created_session_keeps_number_types(idle: float | None) -> None:
 	out = CreatedSession(**info).dump()
 	assert as_json(out) == as_json(info), 'text as before: an int stays an int'
 	_conforms(CreatedSession, out)
+
+
+def test_saved_state_is_playwrights_storage_state() -> None:
+	"""A file Playwright wrote loads (its extra keys inside entries ignored) and comes back in the same
+	shape, every key present, so it can be handed back to Playwright."""
+	playwright = {
+		'cookies': [
+			{
+				'name': 'sid',
+				'value': 's3cr3t',
+				'domain': '.example.com',
+				'path': '/',
+				'expires': 1893456000.5,
+				'httpOnly': True,
+				'secure': True,
+				'sameSite': 'None',
+				'partitionKey': None,
+			},
+			{'name': 'pref', 'value': 'x', 'domain': 'example.com'},
+		],
+		'origins': [{'origin': 'https://example.com', 'localStorage': [{'name': 'k', 'value': 'v'}]}],
+	}
+	out = SavedState.model_validate(parse_state(playwright).model_dump()).dump()
+	_conforms(SavedState, out)
+	assert out['cookies'][0] == {k: v for k, v in playwright['cookies'][0].items() if k != 'partitionKey'}
+	assert out['cookies'][1] == {
+		'name': 'pref',
+		'value': 'x',
+		'domain': 'example.com',
+		'path': '/',
+		'expires': -1,
+		'httpOnly': False,
+		'secure': False,
+		'sameSite': 'Lax',
+	}
+	assert out['origins'] == playwright['origins']
+	assert not Draft202012Validator(output_model_schema(SavedState)).is_valid({'cookies': []})
 
 
 def test_tab_list_and_closed_count_conform() -> None:

@@ -55,6 +55,7 @@ class CdpConnection:
 		self._ids = itertools.count(1)
 		self._pending: dict[int, asyncio.Future[Any]] = {}
 		self._closed: list[Callable[[], Any]] = []
+		self._listeners: list[Callable[[dict[str, Any]], Any]] = []
 		self._reader = asyncio.create_task(self._read(), name='cdp-management')
 
 	@classmethod
@@ -65,16 +66,24 @@ class CdpConnection:
 	def on_close(self, callback: Callable[[], Any]) -> None:
 		self._closed.append(callback)
 
+	def on_event(self, callback: Callable[[dict[str, Any]], Any]) -> None:
+		"""Call ``callback(message)`` for every event (a message without an id), page-level ones too."""
+		self._listeners.append(callback)
+
 	@property
 	def open_(self) -> bool:
 		return not self._reader.done()
 
-	async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+	async def send(self, method: str, params: dict[str, Any] | None = None, session_id: str | None = None) -> dict[str, Any]:
+		"""``session_id``: a flattened target session of this connection (page-level commands)."""
 		message_id = next(self._ids)
 		future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 		self._pending[message_id] = future
+		message: dict[str, Any] = {'id': message_id, 'method': method, 'params': params or {}}
+		if session_id is not None:
+			message['sessionId'] = session_id
 		try:
-			await self._socket.send(json.dumps({'id': message_id, 'method': method, 'params': params or {}}))
+			await self._socket.send(json.dumps(message))
 			reply = await asyncio.wait_for(future, COMMAND_TIMEOUT)
 		except (ConnectionClosed, OSError) as exc:
 			raise CdpError(f'the browser connection closed ({exc})') from None
@@ -88,6 +97,13 @@ class CdpConnection:
 		try:
 			async for message in self._socket:
 				data = json.loads(message)
+				if 'id' not in data:
+					for listener in self._listeners:
+						try:
+							listener(data)
+						except Exception:  # one listener's bug must not stop the reader
+							logger.exception('a CDP event listener failed')
+					continue
 				future = self._pending.get(data.get('id', -1))
 				if future is not None and not future.done():
 					future.set_result(data)

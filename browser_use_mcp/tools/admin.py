@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, create_model
+import anyio
+from pydantic import Field, WithJsonSchema, create_model
 
-from browser_use_mcp.errors import SessionNotFound
+from browser_use_mcp.errors import InvalidArgument, SessionNotFound, ToolError
 from browser_use_mcp.session_options import OPTION_NAMES, SessionOptions
 from browser_use_mcp.sessions import SessionRegistry, SessionState
+from browser_use_mcp.storage import (
+	OriginState,
+	StateCookie,
+	StorageState,
+	apply_storage_state,
+	check_name,
+	load_named,
+	parse_state,
+	read_state,
+	save_named,
+)
 from browser_use_mcp.tools.base import Args, Call, NoArgs, Number, Output, Reply, as_json, tool
+from browser_use_mcp.tools.common import current_url, open_url
 
 logger = logging.getLogger('browser_use_mcp.tools')
-
-# session_id first, then every session option (declared once, in session_options)
-CreateArgs = create_model(
-	'CreateArgs',
-	__base__=Args,
-	__doc__='browser_create_session: an id, and the options of a session made to order.',
-	session_id=(
-		str | None,
-		Field(None, description='Id to create the session under; omit to get a server-minted, unguessable handle.'),
-	),
-	**{name: (info.annotation, info) for name, info in SessionOptions.model_fields.items()},  # type: ignore[call-overload]
-)
 
 
 def options_of(args: Any) -> SessionOptions | None:
@@ -37,6 +39,48 @@ def options_of(args: Any) -> SessionOptions | None:
 def shown_options(state: SessionState) -> dict[str, Any]:
 	return state.options.public() if state.options is not None else {}
 
+
+# An object or a name: checked by the handler, which names the field and the shape when it is wrong.
+StorageStateArg = Annotated[
+	Any,
+	WithJsonSchema(
+		{
+			'anyOf': [
+				{
+					'type': 'object',
+					'properties': {
+						'cookies': {'type': 'array', 'items': {'type': 'object'}},
+						'origins': {'type': 'array', 'items': {'type': 'object'}},
+					},
+				},
+				{'type': 'string'},
+			]
+		}
+	),
+]
+
+
+# session_id first, then every session option (declared once, in session_options)
+CreateArgs = create_model(
+	'CreateArgs',
+	__base__=Args,
+	__doc__='browser_create_session: an id, and the options of a session made to order.',
+	session_id=(
+		str | None,
+		Field(None, description='Id to create the session under; omit to get a server-minted, unguessable handle.'),
+	),
+	**{name: (info.annotation, info) for name, info in SessionOptions.model_fields.items()},  # type: ignore[call-overload]
+	storage_state=(
+		StorageStateArg,
+		Field(
+			None,
+			description="Start the new session with these cookies and localStorage: an object in Playwright's storageState "
+			'shape (what browser_save_state returns), or the file name of a state you saved with browser_save_state{path} in '
+			'one of your sessions (saved states are kept until the server stops). Only for a session that is not open yet.',
+			json_schema_extra=lambda schema: schema.pop('default', None),  # absent means none; null is not offered
+		),
+	),
+)
 
 
 # Output models: field order is the key order of the JSON text, which clients written for the
@@ -64,10 +108,28 @@ class CreatedSession(Output):
 async def browser_create_session(registry: SessionRegistry, args: CreateArgs, call: Call) -> Reply[CreatedSession]:
 	"""Create a new isolated browser session (own browser, cookies, tabs, downloads) and return its session_id;
 	pass that id to every browser tool to act in this session. Optional settings make it to order (viewport,
-	device_scale_factor, user_agent, locale, timezone, geolocation, proxy, extra_http_headers, allowed_domains);
-	they hold for this session only, and only when it is created. {retention}"""
+	device_scale_factor, user_agent, locale, timezone, geolocation, proxy, extra_http_headers, allowed_domains),
+	and storage_state starts it logged in as a saved state was (cookies and localStorage); they hold for this
+	session only, and only when it is created. {retention}"""
+	initial = None
+	if args.storage_state is not None:
+		initial = await _storage_state_arg(registry, call.principal, args.storage_state)
+		if args.session_id is not None and registry.exists(call.principal, registry.normalize_id(args.session_id)):
+			raise _already_open(args.session_id, 'storage_state applies to a new session only')
 	state, created = await registry.create(call.principal, args.session_id, options_of(args))
-	out = CreatedSession(
+	notes = state.take_notes()
+	if initial is not None:
+		if not created:  # opened by another call meanwhile: never overwrite its state
+			raise _already_open(state.session_id, 'storage_state applies to a new session only')
+		await _start_from(registry, state, initial)
+		notes.append(f'Started from the storage state: {_counts(initial)}.')
+	out = _created(registry, state, created)
+	return Reply(as_json(out), structured=out, notes=notes)
+
+
+def _created(registry: SessionRegistry, state: SessionState, created: bool) -> dict[str, Any]:
+	"""What browser_create_session and browser_clone_session return about the new session."""
+	return CreatedSession(
 		session_id=state.session_id,
 		created=created,
 		idle_timeout_seconds=registry.config.idle_timeout or None,
@@ -77,7 +139,45 @@ async def browser_create_session(registry: SessionRegistry, args: CreateArgs, ca
 		retention=registry.retention_text(),
 		options=shown_options(state),
 	).dump()
-	return Reply(as_json(out), structured=out, notes=state.take_notes())
+
+
+async def _storage_state_arg(registry: SessionRegistry, principal: str, value: Any) -> StorageState:
+	"""The storage_state argument checked whole before anything is created: an object of the shape,
+	or a name among the states this principal saved (never another's)."""
+	if isinstance(value, str):
+		return load_named(await registry.saved_states(principal), value)
+	return parse_state(value)
+
+
+def _already_open(session_id: str, why: str) -> InvalidArgument:
+	return InvalidArgument(
+		f'session_id: a session {session_id!r} is already open, and {why}. Omit session_id to get a new handle, or '
+		'close that session first with browser_close_session.'
+	)
+
+
+def _counts(data: StorageState) -> str:
+	return f'{len(data.cookies)} cookies, localStorage of {len(data.origins)} origins'
+
+
+async def _start_from(registry: SessionRegistry, state: SessionState, data: StorageState, url: str | None = None) -> None:
+	"""Apply ``data`` to a session just created (and open ``url`` in it), under its lock; on any
+	failure the session is closed, so the caller is left with nothing half made."""
+
+	async def seed(session: SessionState) -> None:
+		await apply_storage_state(session, data)
+		if url is not None:
+			await open_url(session, url, False, f'Opening {url[:200]}')
+
+	try:
+		await registry.run(state.principal, state.session_id, seed, create=False)
+	except BaseException as exc:
+		with anyio.CancelScope(shield=True):  # a cancelled call still leaves nothing behind
+			await registry.close(state.principal, state.session_id, 'its storage state could not be applied')
+		if isinstance(exc, ToolError):
+			exc.message = f'{exc.message.rstrip(".")}. No session was created.'
+			exc.args = (exc.message,)
+		raise
 
 
 def _round(value: float | None) -> float | None:
@@ -186,3 +286,73 @@ async def browser_close(registry: SessionRegistry, args: CloseBrowserArgs, call:
 	if await registry.close(call.principal, sid, 'closed by browser_close'):
 		return 'Browser closed'
 	return 'No browser session to close'
+
+
+class SavedState(Output):
+	"""Playwright's storageState: the same keys, so the JSON can be handed to Playwright as it is."""
+
+	cookies: list[StateCookie] = Field(description="The session's cookies (its own browser context's only).")
+	origins: list[OriginState] = Field(description='localStorage of every origin shown in its tabs (those with any).')
+
+
+class SaveStateArgs(Args):
+	path: str | None = Field(
+		None,
+		description='Also keep the state under this file name (a plain name ending in .json, e.g. "login.json"): written '
+		"to the session's files directory and kept among your saved states until the server stops, for "
+		'browser_create_session{storage_state: "login.json"}. Saving under a name again replaces it.',
+	)
+
+
+@tool('Save storage state', destructive=False, idempotent=True, open_world=False)
+async def browser_save_state(state: SessionState, args: SaveStateArgs, call: Call) -> Reply[SavedState]:
+	"""Return the session's storage state: its cookies and the localStorage of the origins open in its tabs, in
+	Playwright's storageState JSON shape, to start other sessions from with browser_create_session{storage_state}.
+	sessionStorage, IndexedDB and the localStorage of origins not open are not included. Cookie values are secrets
+	of the sites: pass the result on only to sessions you trust."""
+	name = check_name(args.path, 'path') if args.path is not None else None
+	data = await read_state(state)
+	out = SavedState.model_validate(data.model_dump()).dump()
+	summary = f'Storage state of session {state.session_id!r}: {_counts(data)}.'
+	if name is not None:
+		await asyncio.to_thread(save_named, state, name, data)
+		summary += (
+			f' Saved as {name!r} (kept until the server stops): start a session from it with '
+			f'browser_create_session{{storage_state: "{name}"}}.'
+		)
+	return Reply(f'{summary}\n{as_json(out)}', structured=out)
+
+
+class CloneArgs(Args):
+	from_session_id: str = Field(description='The session to copy, one of yours ("default" for the default session).')
+	session_id: str | None = Field(
+		None, description='Id for the new session (not open yet); omit to get a server-minted, unguessable handle.'
+	)
+
+
+@tool('Clone a session', destructive=False, idempotent=False, open_world=True)
+async def browser_clone_session(registry: SessionRegistry, args: CloneArgs, call: Call) -> Reply[CreatedSession]:
+	"""Make a new session with the cookies, localStorage and creation options of one of yours, opened at its
+	current URL; from then on the two are independent. Returns the new session as browser_create_session does. {retention}"""
+	principal = call.principal
+	source = registry.normalize_id(args.from_session_id)
+	if args.session_id is not None and registry.exists(principal, registry.normalize_id(args.session_id)):
+		raise _already_open(args.session_id, 'a clone is always a new session')
+	if not registry.exists(principal, source):
+		registry.raise_if_lost(principal, source)
+		raise SessionNotFound(source)
+
+	async def snapshot(session: SessionState) -> tuple[StorageState, str, SessionOptions | None]:
+		return await read_state(session), await current_url(session), session.options
+
+	# the source is locked only while it is read; the clone is made to the source's order
+	_, (data, url, options) = await registry.run(principal, source, snapshot, create=False)
+	state, created = await registry.create(principal, args.session_id, options)
+	if not created:
+		raise _already_open(state.session_id, 'a clone is always a new session')
+	target = url if url.startswith(('http://', 'https://')) else None
+	await _start_from(registry, state, data, target)
+	notes = state.take_notes()
+	notes.append(f'Cloned from {source!r}: {_counts(data)}' + (f'; opened {target}.' if target else '.'))
+	out = _created(registry, state, True)
+	return Reply(as_json(out), structured=out, notes=notes)
