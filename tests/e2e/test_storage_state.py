@@ -113,6 +113,26 @@ async def test_clone_is_logged_in_at_the_same_url_then_diverges(mcp: Mcp, site: 
 	await close(mcp, source, clone)
 
 
+async def test_a_clone_is_made_to_the_sources_order_and_state_combines_with_options(mcp: Mcp, site: str) -> None:
+	source = new_id('made')
+	order = {'viewport': {'width': 640, 'height': 480}, 'timezone': 'Asia/Tokyo', 'locale': 'de-DE'}
+	await mcp.ok('browser_create_session', session_id=source, **order)
+	await sign_in(mcp, site, source, 'gus', 'n8')
+	saved = (await mcp.ok('browser_save_state', session_id=source)).structured
+	cloned = (await mcp.ok('browser_clone_session', from_session_id=source)).structured
+	made = (await mcp.ok('browser_create_session', storage_state=saved, timezone='America/New_York')).structured
+	assert cloned['options'] == order and made['options'] == {'timezone': 'America/New_York'}
+	probe = '[innerWidth, Intl.DateTimeFormat().resolvedOptions().timeZone, navigator.language]'
+	for sid, expected in ((cloned['session_id'], [640, 'Asia/Tokyo', 'de-DE']), (made['session_id'], None)):
+		assert await me(mcp, site, sid) == 'Me: gus / n8'
+		seen = (await mcp.ok('browser_evaluate', session_id=sid, expression=probe)).json()
+		if expected is not None:
+			assert seen == expected, 'the clone has the source options'
+		else:
+			assert seen[1] == 'America/New_York' and seen[0] != 640, 'the restored session has its own options only'
+	await close(mcp, source, cloned['session_id'], made['session_id'])
+
+
 async def test_the_default_session_saves_and_clones(mcp: Mcp, site: str) -> None:
 	await sign_in(mcp, site, None, 'dot', 'n5')
 	state = (await mcp.ok('browser_save_state')).structured
