@@ -230,6 +230,28 @@ async def test_cards_list_exactly_the_principals_sessions_without_overlap(
 	assert 'browser_navigate' in text, 'the recent calls are listed'
 
 
+async def test_the_page_asks_nothing_of_any_host_but_the_server(
+	server: HttpServer, person_browser: str, sessions: dict[str, str]
+) -> None:
+	"""No CDN, font or analytics request: every request the dashboard makes goes to its own server."""
+	async with Person.open(person_browser) as person:
+		requested: list[str] = []
+		person.cdp.on_event(
+			lambda m: requested.append(m['params']['request']['url']) if m.get('method') == 'Network.requestWillBeSent' else None
+		)
+		await person.cdp.send('Network.enable')
+		await person.go(f'http://127.0.0.1:{server.port}/dashboard?token={ALPHA}')
+		await person.wait('[...document.querySelectorAll(".thumb img")].some(i => i.classList.contains("loaded"))')
+		await person.click('#cards > li .thumb')
+		await person.wait('document.getElementById("viewer").hidden === false')
+		await person.wait('document.getElementById("live").naturalWidth > 0')
+	own = f'http://127.0.0.1:{server.port}/dashboard'
+	paths = {url.removeprefix(own).split('?')[0].rsplit('/', 1)[-1] for url in requested}
+	assert {'dashboard.js', 'dashboard.css', 'sessions', 'frame.jpg'} <= paths, f'the page and its parts were seen: {paths}'
+	strangers = [url for url in requested if not url.startswith(own) and not url.startswith(('data:', 'blob:'))]
+	assert strangers == [], f'requests beyond the server: {strangers}'
+
+
 async def test_a_thumbnail_changes_after_its_session_navigates(alice: Person, alpha: Mcp, site: str) -> None:
 	pixels = (
 		"(() => { const img = document.querySelector('#cards > li[data-sid=\"alpha-home\"] .thumb img'); "
