@@ -413,20 +413,25 @@ async def serve_http(config: ServerConfig) -> None:
 					await legacy.close(SSE_DRAIN)
 				except Exception:  # uvicorn is stopped below regardless, forcibly if a stream holds it
 					logger.warning('ending the legacy SSE streams failed', exc_info=True)
-			uv.should_exit = True
-			try:
-				await asyncio.wait_for(asyncio.shield(serving), timeout=HTTP_SHUTDOWN_GRACE)
-			except (TimeoutError, asyncio.CancelledError, Exception):
-				uv.force_exit = True
-				serving.cancel()
-				try:
-					await serving
-				except asyncio.CancelledError:
-					pass  # what we asked for
-				except Exception as exc:  # the process is ending; uvicorn's error is no longer news
-					logger.debug('HTTP server ended with %r after a forced exit', exc)
+			await stop_uvicorn(uv, serving)
 		sock.close()
 		telemetry.stopped()
+
+
+async def stop_uvicorn(uv: Any, serving: asyncio.Task[Any]) -> None:
+	"""Ask uvicorn to stop, and force it after HTTP_SHUTDOWN_GRACE seconds; never raises."""
+	uv.should_exit = True
+	try:
+		await asyncio.wait_for(asyncio.shield(serving), timeout=HTTP_SHUTDOWN_GRACE)
+	except (TimeoutError, asyncio.CancelledError, Exception):
+		uv.force_exit = True
+		serving.cancel()
+		try:
+			await serving
+		except asyncio.CancelledError:
+			pass  # what we asked for
+		except Exception as exc:  # the process is ending; uvicorn's error is no longer news
+			logger.debug('HTTP server ended with %r after a forced exit', exc)
 
 
 @contextlib.asynccontextmanager
@@ -445,12 +450,5 @@ async def standalone_dashboard(config: ServerConfig, registry: SessionRegistry) 
 	try:
 		yield
 	finally:
-		uv.should_exit = True
-		try:
-			await asyncio.wait_for(asyncio.shield(serving), timeout=HTTP_SHUTDOWN_GRACE)
-		except (TimeoutError, asyncio.CancelledError, Exception):
-			uv.force_exit = True
-			serving.cancel()
-			with contextlib.suppress(asyncio.CancelledError, Exception):
-				await serving
+		await stop_uvicorn(uv, serving)
 		sock.close()
