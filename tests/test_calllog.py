@@ -21,6 +21,12 @@ def test_secret_arguments_are_redacted_by_name_at_any_depth() -> None:
 	assert 'session_id' not in text and 'depth: 1' in text
 
 
+def test_userinfo_is_redacted_in_any_scheme_and_after_a_long_run_of_letters() -> None:
+	text = summarize({'a': 'x' * 100_000 + ' ws://u:p1@h', 'b': 'git+ssh://me:p2@host/x', 'c': 'a://b://c:p3@d'})
+	assert not any(secret in text for secret in ('p1', 'p2', 'p3')), text
+	assert f'git+ssh://{REDACTED}@host/x' in text
+
+
 def test_long_values_and_summaries_are_cut_short() -> None:
 	text = summarize({'expression': 'x' * 500, 'text': 'line one\nline two'})
 	assert len(text) <= 160 and '…' in text and '\n' not in text
