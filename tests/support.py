@@ -103,6 +103,10 @@ class Mcp:
 		assert not result.is_error, f'{name}({arguments}) failed: {result.text}'
 		return result
 
+	async def page_state(self, session_id: str | None = None) -> dict[str, Any]:
+		"""browser_get_state of a session (the default one without an id), parsed."""
+		return (await self.ok('browser_get_state', **({} if session_id is None else {'session_id': session_id}))).json()
+
 	def browsers(self) -> set[int]:
 		return owned_processes(self.pid)
 

@@ -195,14 +195,10 @@ EXTRAS = (
 )
 
 
-async def state(mcp: Mcp, sid: str) -> dict[str, Any]:
-	return (await mcp.ok('browser_get_state', session_id=sid)).json()
-
-
 async def home_with_extras(mcp: Mcp, sid: str, site: str) -> dict[str, int]:
 	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/')
 	await mcp.ok('browser_evaluate', session_id=sid, expression=f'document.body.insertAdjacentHTML("beforeend", {EXTRAS!r})')
-	return {e['text'] or e.get('placeholder', ''): e['index'] for e in (await state(mcp, sid))['interactive_elements']}
+	return {e['text'] or e.get('placeholder', ''): e['index'] for e in (await mcp.page_state(sid))['interactive_elements']}
 
 
 async def timed_click(mcp: Mcp, sid: str, index: int) -> float:
@@ -217,16 +213,16 @@ async def test_clicks_show_their_effect_on_the_next_state(mcp: Mcp, site: str) -
 	button = []
 	for _ in range(5):
 		button.append(await timed_click(mcp, sid, elements['Press me']))
-		assert (await state(mcp, sid))['title'] == 'Clicked'
+		assert (await mcp.page_state(sid))['title'] == 'Clicked'
 	links, backs = [], []
 	for _ in range(3):
 		elements = await home_with_extras(mcp, sid, site)
 		links.append(await timed_click(mcp, sid, elements['Go to two']))
-		assert (await state(mcp, sid))['title'] == 'Page Two'
+		assert (await mcp.page_state(sid))['title'] == 'Page Two'
 		started = time.perf_counter()
 		await mcp.ok('browser_go_back', session_id=sid)
 		backs.append(time.perf_counter() - started)
-		assert (await state(mcp, sid))['title'] == 'Home Page'
+		assert (await mcp.page_state(sid))['title'] == 'Home Page'
 	print(
 		f'\nclick p50: button {statistics.median(button) * 1000:.0f} ms, link {statistics.median(links) * 1000:.0f} ms; '
 		f'go_back p50 {statistics.median(backs) * 1000:.0f} ms'
@@ -242,7 +238,7 @@ async def test_navigations_a_click_starts_are_waited_for(mcp: Mcp, site: str, la
 	sid = f'nav-{label}'
 	elements = await home_with_extras(mcp, sid, site)
 	await mcp.ok('browser_click', session_id=sid, index=elements[label])
-	seen = await state(mcp, sid)
+	seen = await mcp.page_state(sid)
 	assert (seen['title'], seen['url']) == (title, site + url_end)
 	await mcp.ok('browser_close_session', session_id=sid)
 
@@ -251,7 +247,7 @@ async def test_a_click_that_downloads_still_saves_the_file(mcp: Mcp, site: str) 
 	sid = 'download'
 	elements = await home_with_extras(mcp, sid, site)
 	await mcp.ok('browser_click', session_id=sid, index=elements['dl'])
-	assert (await state(mcp, sid))['title'] == 'Home Page'
+	assert (await mcp.page_state(sid))['title'] == 'Home Page'
 
 	def saved() -> list[str]:
 		return [p.read_text() for p in (mcp.home / 'state').glob('srv-*/s-*/downloads/hello.txt')]

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_SWITCH, session_digest
-from tests.support import Mcp, RawServer, owned_processes, server_env, user_chromium, wait_until
+from tests.support import RawServer, owned_processes, server_env, user_chromium, wait_until
 
 
 @pytest.fixture
@@ -54,10 +54,6 @@ def shared_browsers(server_pid: int) -> list[psutil.Process]:
 	return sorted(roots, key=lambda p: p.create_time())
 
 
-async def state(mcp: Mcp, sid: str) -> dict:
-	return (await mcp.ok('browser_get_state', session_id=sid)).json()
-
-
 async def test_sessions_in_one_shared_browser_share_nothing(raw: list[RawServer], tmp_path: Path, site: str) -> None:
 	server = await start(raw, tmp_path / 'home', '--contexts-per-browser', '8')
 	users = ['ann', 'ben', 'cat', 'dan']
@@ -76,14 +72,14 @@ async def test_sessions_in_one_shared_browser_share_nothing(raw: list[RawServer]
 			assert all(user in t['url'] for t in tabs[1:]), 'only its own tabs'
 			await mcp.ok('browser_switch_tab', session_id=sid, tab_id=tabs[0]['tab_id'])
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/whoami')
-			assert (await state(mcp, sid))['title'] == f'Who: {user}', 'its own cookie jar'
+			assert (await mcp.page_state(sid))['title'] == f'Who: {user}', 'its own cookie jar'
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/storage')
 			stored = (await mcp.ok('browser_evaluate', session_id=sid, expression='localStorage.getItem("v")')).structured
 			assert stored == {'result': user}, 'its own localStorage'
 			history = (await mcp.ok('browser_evaluate', session_id=sid, expression='history.length')).structured['result']
 			assert history == 5, 'its own history: about:blank, login, storage, whoami, storage'
 			await mcp.ok('browser_go_back', session_id=sid)
-			assert (await state(mcp, sid))['title'] == f'Who: {user}'
+			assert (await mcp.page_state(sid))['title'] == f'Who: {user}'
 		# downloads land in the downloading session's directory only
 		await mcp.ok(
 			'browser_evaluate',
@@ -143,10 +139,10 @@ async def test_a_shared_browser_crash_stays_inside_its_shard(raw: list[RawServer
 			assert lost.is_error and 'browser died' in lost.text and 'shared Chromium' in lost.text, lost.text
 		for sid in ('s3', 's4'):
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/whoami')
-			assert (await state(mcp, sid))['title'] == f'Who: {sid}', 'the other shard is untouched'
+			assert (await mcp.page_state(sid))['title'] == f'Who: {sid}', 'the other shard is untouched'
 		assert second.is_running()
 		await mcp.ok('browser_navigate', session_id='s1', url=f'{site}/whoami')  # starts afresh
-		assert (await state(mcp, 's1'))['title'] == 'Who: nobody'
+		assert (await mcp.page_state('s1'))['title'] == 'Who: nobody'
 		pids = owned_processes(server.pid)
 	os.kill(server.pid, signal.SIGTERM)
 	assert await server.wait(15) is not None
@@ -164,7 +160,7 @@ async def test_closing_a_context_leaves_the_others_in_its_browser_alone(raw: lis
 		await mcp.ok('browser_close_session', session_id='goes')
 		result = await loading
 		assert not result.is_error, result.text
-		assert (await state(mcp, 'stays'))['title'] == 'Slow'
+		assert (await mcp.page_state('stays'))['title'] == 'Slow'
 		assert len(shared_browsers(server.pid)) == 1
 
 
@@ -246,7 +242,7 @@ async def test_prewarm_hands_out_ready_contexts(raw: list[RawServer], tmp_path: 
 		created = [(await mcp.ok('browser_create_session')).structured['session_id'] for _ in range(3)]
 		for sid in created:
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/login?user={sid[-6:]}')
-		titles = [(await state(mcp, sid))['title'] for sid in created]
+		titles = [(await mcp.page_state(sid))['title'] for sid in created]
 		assert titles == ['Logged in'] * 3
 		assert len(shared_browsers(server.pid)) == 1, 'spares are contexts of the same shared Chromium'
 

@@ -39,10 +39,6 @@ async def clean(mcp: Mcp):
 	await mcp.call('browser_close_all')
 
 
-async def state(mcp: Mcp, sid: str) -> dict[str, Any]:
-	return (await mcp.ok('browser_get_state', session_id=sid)).json()
-
-
 def canonical(page: dict[str, Any]) -> dict[str, Any]:
 	"""``page`` with each element's index replaced by its rank. browser-use's indices are Chromium's
 	backendNodeIds: handles that the renderer numbers in the order DevTools requests first touch
@@ -74,7 +70,7 @@ def test_the_plain_server_has_both_patches_off() -> None:
 async def test_the_fast_state_equals_browser_uses_own_capture(mcp: Mcp, plain: Mcp, site: str, path: str) -> None:
 	await mcp.ok('browser_navigate', session_id='fast', url=f'{site}{path}')
 	await plain.ok('browser_navigate', session_id='plain', url=f'{site}{path}')
-	fast, slow = canonical(await state(mcp, 'fast')), canonical(await state(plain, 'plain'))
+	fast, slow = canonical(await mcp.page_state('fast')), canonical(await plain.page_state('plain'))
 	only_fast = [e for e in fast['interactive_elements'] if e not in slow['interactive_elements']]
 	only_slow = [e for e in slow['interactive_elements'] if e not in fast['interactive_elements']]
 	assert (only_fast, only_slow) == ([], [])
@@ -97,14 +93,14 @@ async def test_the_fast_state_equals_browser_uses_own_capture(mcp: Mcp, plain: M
 async def test_a_dom_change_between_two_states_is_in_the_second(mcp: Mcp, site: str) -> None:
 	sid = 'changes'
 	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/epoch')
-	before = await state(mcp, sid)
+	before = await mcp.page_state(sid)
 	assert 'Row' not in texts(before) and before['title'] == 'Epoch'
 	script = (
 		"document.getElementById('rows').insertAdjacentHTML('beforeend', '<li><button>Row</button></li>');"
 		"document.getElementById('count').remove(); document.title = 'Changed'; 1"
 	)
 	await mcp.ok('browser_evaluate', session_id=sid, expression=script)
-	after = await state(mcp, sid)
+	after = await mcp.page_state(sid)
 	assert 'Row' in texts(after) and 'Count' not in texts(after) and 'Count' in texts(before)
 	assert after['title'] == 'Changed' and after['tabs'][0]['title'] == 'Changed'
 	# the new indices are the ones in use: the new button is clickable by the index just shown
@@ -116,10 +112,10 @@ async def test_a_dom_change_between_two_states_is_in_the_second(mcp: Mcp, site: 
 		session_id=sid,
 		expression="const p = document.createElement('span'); p.textContent = 'Late listener'; document.body.append(p); 1",
 	)
-	assert 'Late listener' not in texts(await state(mcp, sid))
+	assert 'Late listener' not in texts(await mcp.page_state(sid))
 	await mcp.ok(
 		'browser_evaluate',
 		session_id=sid,
 		expression="[...document.querySelectorAll('span')].at(-1).addEventListener('click', () => {}); 1",
 	)
-	assert 'Late listener' in texts(await state(mcp, sid))
+	assert 'Late listener' in texts(await mcp.page_state(sid))

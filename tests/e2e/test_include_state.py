@@ -29,10 +29,6 @@ async def clean(mcp: Mcp):
 	await mcp.call('browser_close_all')
 
 
-async def state(mcp: Mcp, sid: str) -> dict[str, Any]:
-	return (await mcp.ok('browser_get_state', session_id=sid)).json()
-
-
 def by_text(page: dict[str, Any]) -> dict[str, int]:
 	return {e['text'] or e.get('placeholder', ''): e['index'] for e in page['interactive_elements']}
 
@@ -47,13 +43,13 @@ async def navigate(mcp: Mcp, sid: str, site: str) -> tuple[dict, str, dict, str]
 
 async def click(mcp: Mcp, sid: str, site: str) -> tuple[dict, str, dict, str]:
 	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/epoch')
-	e = by_text(await state(mcp, sid))
+	e = by_text(await mcp.page_state(sid))
 	return {'index': e['Add row']}, f'Clicked element {e["Add row"]}', {'index': e['Add row']}, f'Clicked element {e["Add row"]}'
 
 
 async def type_text(mcp: Mcp, sid: str, site: str) -> tuple[dict, str, dict, str]:
 	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/epoch')
-	i = by_text(await state(mcp, sid))['your name']
+	i = by_text(await mcp.page_state(sid))['your name']
 	one, two = {'index': i, 'text': 'one'}, {'index': i, 'text': 'two'}
 	return one, f"Typed 'one' into element {i}", two, f"Typed 'two' into element {i}"
 
@@ -128,7 +124,7 @@ async def test_the_state_after_the_action_is_what_get_state_says_next(mcp: Mcp, 
 	assert same_text(reply.text, with_text), 'the first block is the text it always was'
 	assert len(reply.texts) == 2 and not reply.images and reply.structured is None
 	after = json.loads(reply.texts[1])
-	assert shown(after) == shown(await state(mcp, sid))
+	assert shown(after) == shown(await mcp.page_state(sid))
 
 
 async def test_indices_of_an_included_state_are_the_current_ones(mcp: Mcp, site: str) -> None:
