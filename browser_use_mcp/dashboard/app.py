@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from browser_use_mcp.dashboard.live import BadInput, Frames, TakeoverRefused, release, send_input, take_over
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry, SessionState
-from browser_use_mcp.tools.admin import describe
+from browser_use_mcp.tools.admin import describe, focused_target
 
 logger = logging.getLogger('browser_use_mcp.dashboard')
 
@@ -391,10 +391,7 @@ class Dashboard:
 def _title(state: SessionState) -> str | None:
 	"""The focused tab's title from browser-use's bookkeeping (no browser round trip)."""
 	try:
-		bs = state.browser_session if state.browser.alive() else None
-		focus = bs.agent_focus_target_id if bs is not None else None
-		target = bs.session_manager.get_target(focus) if focus else None
-		return getattr(target, 'title', None) or None
+		return getattr(focused_target(state), 'title', None) or None
 	except Exception:  # a card without a title rather than no card
 		return None
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from browser_use_mcp.sessions import SessionState
-from browser_use_mcp.tools.common import cdp_page
+from browser_use_mcp.tools.common import cdp_page, current_title
 
 logger = logging.getLogger('browser_use_mcp.dashboard')
 
@@ -69,12 +69,8 @@ async def _capture(state: SessionState, size: str, read_title: bool) -> Frame:
 		},
 	}
 	shot = await send.Page.captureScreenshot(params=params, session_id=sid)
-	title = None
-	if read_title:
-		with contextlib.suppress(Exception):  # a frame without a title rather than no frame
-			read = await send.Runtime.evaluate(params={'expression': 'document.title', 'returnByValue': True}, session_id=sid)
-			title = read.get('result', {}).get('value')
-	return Frame(base64.b64decode(shot['data']), time.monotonic(), int(width), int(height), title if isinstance(title, str) else None)
+	title = await current_title(state) if read_title else None  # None: a frame without a title rather than no frame
+	return Frame(base64.b64decode(shot['data']), time.monotonic(), int(width), int(height), title)
 
 
 class Frames:

@@ -208,16 +208,23 @@ class SessionList(Output):
 	sessions: list[SessionInfo] = Field(description='Oldest first; empty when there are none.')
 
 
+def focused_target(state: SessionState) -> Any:
+	"""browser-use's record of the session's focused tab (url, title), or None: no browser round trip,
+	so a listing never waits on a busy session. None too when the focused tab just went away."""
+	bs = state.browser_session if state.browser.alive() else None
+	focus = bs.agent_focus_target_id if bs is not None else None
+	return bs.session_manager.get_target(focus) if focus else None
+
+
 def describe(state: SessionState, now: float) -> SessionInfo:
 	bs = state.browser_session if state.browser.alive() else None
 	manager = bs.session_manager if bs is not None else None
 	tabs = 0
 	url = None
 	if manager is not None:
-		try:  # browser-use's own bookkeeping: no browser round trip, so a listing never waits on a busy session
+		try:  # browser-use's own bookkeeping, as focused_target
 			tabs = len(manager.get_all_page_targets())
-			focus = bs.agent_focus_target_id
-			target = manager.get_target(focus) if focus else None  # None: the focused tab just went away
+			target = focused_target(state)
 			url = target.url if target is not None else None
 		except Exception:  # a listing must not fail for one session; but this is not expected: say so
 			logger.warning('could not describe session %r', state.session_id, exc_info=True)
