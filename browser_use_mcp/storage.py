@@ -311,16 +311,6 @@ async def apply_storage_state(state: SessionState, data: StorageState) -> None:
 		await _seed_local_storage(state, origins)
 
 
-def _browser_target(state: SessionState) -> tuple[str, str | None]:
-	"""The real browser's CDP URL and the session's context in it (None: the default context)."""
-	from browser_use_mcp.providers.shared import ContextEndpoint
-
-	endpoint = state.browser.endpoint
-	if isinstance(endpoint, ContextEndpoint):
-		return endpoint.link.upstream_url, endpoint.context_id
-	return endpoint.cdp_url, None
-
-
 # Writes only once the tab shows the origin: Page.navigate answers before the new document runs script.
 SET_ITEMS = (
 	'((items, origin) => { if (location.origin !== origin) return location.origin; '
@@ -334,7 +324,7 @@ async def _seed_local_storage(state: SessionState, origins: list[OriginState]) -
 	interception never touches the session's browser-use connection or its tabs."""
 	from browser_use_mcp.providers.shared import CdpConnection, CdpError
 
-	url, context_id = _browser_target(state)
+	url, context_id = state.browser.endpoint.browser_target()
 	connection = await CdpConnection.open(url)
 	target = None
 	try:

@@ -50,6 +50,11 @@ class Endpoint(ABC):
 			except Exception:
 				logger.exception('a browser-death callback failed')
 
+	def browser_target(self) -> tuple[str, str | None]:
+		"""Where a connection of our own reaches this session's pages: the real browser's CDP URL
+		and the session's browser context in it (None: the browser's default context)."""
+		return self.cdp_url, None
+
 	@abstractmethod
 	def alive(self) -> bool: ...
 

@@ -166,6 +166,9 @@ class ContextEndpoint(Endpoint):
 		self.where = 'attached' if shard.chromium is None else 'local (shared)'
 		self.is_local = shard.chromium is not None or is_loopback_url(provider.attach_url or '')
 
+	def browser_target(self) -> tuple[str, str | None]:
+		return self.link.upstream_url, self.context_id  # the shard itself, not our proxy in front of it
+
 	def alive(self) -> bool:
 		return self.shard.alive()
 
