@@ -90,6 +90,60 @@ def check_chromium(configured: str | None) -> Check:
 	return Check('Chromium', 'ok', f'{found} ({version})')
 
 
+UPGRADE_CHROMIUM = 'apt-get update && apt-get install chromium chromium-driver'
+
+
+def parse_apt_policy(text: str) -> tuple[str | None, str | None]:
+	"""(Installed, Candidate) from ``apt-cache policy <package>``; None where apt says ``(none)``."""
+	found: dict[str, str | None] = {'Installed': None, 'Candidate': None}
+	for line in text.splitlines():
+		key, sep, value = line.strip().partition(':')
+		if sep and key in found and found[key] is None:
+			value = value.strip()
+			found[key] = None if not value or value == '(none)' else value
+	return found['Installed'], found['Candidate']
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+	"""156.0.8078.79 of a Debian version (epoch and revision dropped), as numbers to compare."""
+	upstream = version.split(':', 1)[-1].split('-', 1)[0]
+	return tuple(int(part) for part in re.findall(r'\d+', upstream))
+
+
+def apt_policy(package: str = 'chromium', timeout: float = 20.0) -> str | None:
+	"""What ``apt-cache policy`` says of ``package`` (from the package lists as they are), or None."""
+	try:
+		done = subprocess.run(
+			['apt-cache', 'policy', package], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+		)
+	except (OSError, subprocess.SubprocessError):
+		return None
+	return done.stdout if done.returncode == 0 else None
+
+
+def check_chromium_current(policy: str | None, installed: str | None = None) -> Check | None:
+	"""A warning when the package manager offers a newer Chromium than the one installed (often
+	a security release), with the command that upgrades it; None when it cannot tell."""
+	if not policy:
+		return None
+	listed, candidate = parse_apt_policy(policy)
+	installed = listed or installed
+	if not installed or not candidate:
+		return None
+	try:
+		older = _version_key(installed) < _version_key(candidate)
+	except ValueError:
+		return None
+	if not older:
+		return Check('Chromium current', 'ok', f'{installed} is the newest the package manager offers')
+	return Check(
+		'Chromium current',
+		'warn',
+		f'Chromium {installed} is older than {candidate}, which the package manager offers (often a security release)',
+		f'Upgrade it (and its driver): {UPGRADE_CHROMIUM}',
+	)
+
+
 def _devtools_product(cdp_url: str) -> str | None:
 	"""The running browser's own name for itself, over loopback, never through a proxy."""
 	opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -420,7 +474,7 @@ def _grid_request(url: str, method: str = 'GET', body: Any = None, timeout: floa
 
 def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True) -> list[Check]:
 	"""The configured Grid: answers, is ready, has a Chrome slot, and gives a working CDP endpoint."""
-	from browser_use_mcp.providers.grid import grid_capabilities, grid_summary
+	from browser_use_mcp.providers.grid import grid_capabilities, grid_summary, plan_request
 
 	base = url.rstrip('/')
 	try:
@@ -451,10 +505,13 @@ def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True)
 		)
 		return checks
 	checks.append(Check('grid chrome', 'ok', f'{slots} Chrome slot(s), {busy} busy'))
-	caps = grid_capabilities(session_args(headless), dict(capabilities))
+	plan = plan_request(url, status, grid_capabilities(session_args(headless), dict(capabilities)), dict(capabilities))
+	if plan.problem:
+		checks.append(Check('grid CDP', 'fail', plan.problem, 'Match --grid-capabilities to a node (docs/grid.md)'))
+		return checks
 	started = time.monotonic()
 	try:
-		value = _grid_request(base + '/session', 'POST', {'capabilities': {'alwaysMatch': caps}}, timeout=60.0)
+		value = _grid_request(base + '/session', 'POST', {'capabilities': {'alwaysMatch': plan.caps}}, timeout=60.0)
 	except (OSError, ValueError) as exc:
 		checks.append(
 			Check('grid CDP', 'fail', f'could not start a browser: {exc}', 'Check --grid-capabilities and the node logs')
@@ -482,7 +539,8 @@ def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True)
 				Check(
 					'grid downloads',
 					'warn',
-					'managed downloads are off: downloaded files stay on the node',
+					"managed downloads are off: downloaded files stay on the node and never reach the session's "
+					'downloads directory (sessions work; their first download says so)',
 					'Start the nodes with --enable-managed-downloads true',
 				)
 			)
@@ -520,6 +578,11 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	env = os.environ if env is None else env
 	browser = check_chromium(config.executable_path)
 	checks = [browser]
+	found = find_chromium(config.executable_path) if browser.status != 'fail' else None
+	# Debian's package (/usr/bin/chromium) only: apt says nothing of another browser's version
+	current = check_chromium_current(apt_policy()) if found and os.path.realpath(found) == '/usr/bin/chromium' else None
+	if current is not None:
+		checks.append(current)
 	on_grid = bool(config.grid_url) and config.grid_default_session == 'grid'
 	if on_grid and browser.status == 'fail':  # every browser runs on the Grid: a local one is optional
 		checks = [Check(browser.name, 'skip', f'{browser.summary} (not needed: every session runs on the Grid)')]

@@ -197,6 +197,8 @@ class SessionState:
 
 	def take_notes(self) -> list[str]:
 		notes, self.notes = self.notes, []
+		with contextlib.suppress(Exception):
+			notes.extend(self.browser.take_notes())
 		return notes
 
 

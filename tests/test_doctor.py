@@ -241,3 +241,48 @@ async def test_tool_error_carries_chromiums_reason(tmp_path: Path, broken_chromi
 		assert REASON in result.text, result.text
 		pid = server.pid
 	assert wait_until(lambda: not owned_processes(pid), timeout=10)
+
+
+POLICY_OLD = """chromium:
+  Installed: 150.0.7871.100-1~deb12u1
+  Candidate: 156.0.8078.79-1~deb12u1
+  Version table:
+     156.0.8078.79-1~deb12u1 500
+        500 http://deb.debian.org/debian-security bookworm-security/main amd64 Packages
+ *** 150.0.7871.100-1~deb12u1 500
+        100 /var/lib/dpkg/status
+"""
+
+
+def test_doctor_warns_when_the_package_manager_offers_a_newer_chromium() -> None:
+	from browser_use_mcp.doctor import UPGRADE_CHROMIUM, check_chromium_current, parse_apt_policy
+
+	assert parse_apt_policy(POLICY_OLD) == ('150.0.7871.100-1~deb12u1', '156.0.8078.79-1~deb12u1')
+	check = check_chromium_current(POLICY_OLD)
+	assert check is not None and check.status == 'warn'
+	assert '150.0.7871.100' in check.summary and '156.0.8078.79' in check.summary
+	assert check.fix and UPGRADE_CHROMIUM in check.fix
+	assert UPGRADE_CHROMIUM == 'apt-get update && apt-get install chromium chromium-driver'
+	current = POLICY_OLD.replace('Installed: 150.0.7871.100', 'Installed: 156.0.8078.79')
+	assert check_chromium_current(current).status == 'ok'
+	# 150.0.7871.100 against 150.0.7871.99: compared as numbers, not as text
+	assert check_chromium_current(POLICY_OLD.replace('156.0.8078.79', '150.0.7871.99')).status == 'ok'
+	assert check_chromium_current('chromium:\n  Installed: (none)\n  Candidate: 156.0\n') is None
+	assert check_chromium_current(None) is None
+
+
+def test_doctor_reads_the_real_apt_cache() -> None:
+	import shutil
+
+	from browser_use_mcp.doctor import apt_policy, check_chromium_current, parse_apt_policy
+
+	if not shutil.which('apt-cache'):
+		pytest.skip('no apt-cache on this machine')
+	policy = apt_policy('chromium')
+	assert policy is not None
+	installed, candidate = parse_apt_policy(policy)
+	assert candidate, policy
+	check = check_chromium_current(policy)
+	assert check is None or check.status in ('ok', 'warn')
+	if installed:
+		assert check is not None and installed.split('-')[0] in check.summary

@@ -50,6 +50,10 @@ class Endpoint(ABC):
 			except Exception:
 				logger.exception('a browser-death callback failed')
 
+	def take_notes(self) -> list[str]:
+		"""What the session's next reply should tell its client once (e.g. where a download went)."""
+		return []
+
 	def browser_target(self) -> tuple[str, str | None]:
 		"""Where a connection of our own reaches this session's pages: the real browser's CDP URL
 		and the session's browser context in it (None: the browser's default context)."""
@@ -89,6 +93,9 @@ class Browser:
 
 	def death_detail(self) -> str:
 		return self.endpoint.death_detail()
+
+	def take_notes(self) -> list[str]:
+		return self.endpoint.take_notes()
 
 	async def close(self, graceful: bool = False) -> None:
 		"""Tear everything down; never raises."""
