@@ -60,6 +60,7 @@ LOCAL_PRINCIPAL = 'local'
 MAX_SESSION_ID_LENGTH = 256
 TOMBSTONE_LIMIT = 1024
 CANCEL_GRACE = 15.0  # s a cancelled handler gets to let go of the browser
+WEDGED_AFTER = 3600.0  # s after which a call given no deadline no longer keeps its session from expiring
 HOLD_NOTICE = 5.0  # s between progress notices to a call waiting for a person (dashboard takeover)
 
 current_session: contextvars.ContextVar[str] = contextvars.ContextVar('current_session', default='-')
@@ -153,6 +154,7 @@ class SessionState:
 	llm: Any = None  # extraction model, made on first use
 	page_epoch: Any = None  # tools.common.PageEpoch: what the last page state showed, for its indices
 	busy: int = 0
+	busy_until: float = 0.0  # when the running call should be over: past it, the session counts as idle again
 	closed_reason: str | None = None
 	calls: set[asyncio.Task[Any]] = field(default_factory=set)  # tool calls running in it now
 	file_system: Any = None  # browser-use's FileSystem in the session's files directory
@@ -160,6 +162,9 @@ class SessionState:
 	log: CallLog = field(default_factory=CallLog)  # recent tool calls, for the dashboard
 	takeover: Any = None  # dashboard.live.Takeover: a person drives the page and holds the lock
 	saved_states: Path | None = None  # the principal's named storage states (browser_save_state{path})
+	crashed_sessions: set[str] = field(default_factory=set)  # CDP sessions of tabs whose renderer died
+	crash_signal: asyncio.Event = field(default_factory=asyncio.Event)  # set on every such crash
+	crash_watch: Any = None  # the BrowserSession whose crashes are watched (tools.common.watch_crashes)
 	_tools: Any = None
 
 	@property
@@ -183,7 +188,12 @@ class SessionState:
 		self.last_activity = time.time()
 
 	def idle_seconds(self, now: float | None = None) -> float:
-		return 0.0 if self.busy else max(0.0, (now or time.time()) - self.last_activity)
+		"""Seconds without activity; a call in flight is activity until its deadline, not forever
+		(a call wedged past it must not keep its session from expiring)."""
+		now = now or time.time()
+		if self.busy:
+			return 0.0 if now < self.busy_until else now - self.busy_until
+		return max(0.0, now - self.last_activity)
 
 	def expires_in(self, now: float | None = None) -> float | None:
 		"""Seconds until the reaper closes this session (None: never)."""
@@ -513,9 +523,12 @@ class SessionRegistry:
 		*,
 		create: bool = True,
 		on_hold: Callable[[SessionState], Awaitable[None]] | None = None,
+		deadline: float = WEDGED_AFTER,
 	) -> tuple[SessionState, T]:
 		"""Run ``fn`` on the session under its lock; a close of the session cancels it. ``on_hold`` is
-		awaited (then every HOLD_NOTICE s) while the call waits for a person driving it from the dashboard."""
+		awaited (then every HOLD_NOTICE s) while the call waits for a person driving it from the dashboard.
+		``deadline``: when the call should be over (``fn`` keeps it); past it, plus a grace, the session
+		counts as idle again, so a wedged call cannot keep it from expiring."""
 		state = await self.resolve(principal, session_id, create=create)
 		async with self._locked(state, on_hold):
 			if state.closed_reason is not None:
@@ -525,9 +538,10 @@ class SessionRegistry:
 				)
 			if not state.browser.alive():
 				await self._lose(state, 'crashed', state.browser.death_detail())
-				return await self.run(principal, session_id, fn, create=create, on_hold=on_hold)
+				return await self.run(principal, session_id, fn, create=create, on_hold=on_hold, deadline=deadline)
 			state.busy += 1
 			state.touch()
+			state.busy_until = state.last_activity + deadline + CANCEL_GRACE
 			with state.browser.tasks.entered():  # what the call starts belongs to this browser
 				inner = asyncio.create_task(fn(state))
 			state.calls.add(inner)
