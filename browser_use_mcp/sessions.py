@@ -60,6 +60,7 @@ LOCAL_PRINCIPAL = 'local'
 MAX_SESSION_ID_LENGTH = 256
 TOMBSTONE_LIMIT = 1024
 CANCEL_GRACE = 15.0  # s a cancelled handler gets to let go of the browser
+DEATH_NOTICE = 2.0  # s a browser whose connection dropped gets to be seen dead before the error is the call's own
 WEDGED_AFTER = 3600.0  # s after which a call given no deadline no longer keeps its session from expiring
 HOLD_NOTICE = 5.0  # s between progress notices to a call waiting for a person (dashboard takeover)
 
@@ -562,10 +563,36 @@ class SessionRegistry:
 				with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
 					await asyncio.wait({inner})
 				raise
+			except (SessionLost, SessionClosed):
+				raise
+			except Exception as exc:
+				# The browser died under the call: the connection dropped before its exit was noticed.
+				# That is the session's one-time "lost its browser state", not an error of this call.
+				if state.closed_reason is None and await self._died_under(state, exc):
+					await self._lose(state, 'crashed', state.browser.death_detail())
+				if state.closed_reason is not None:
+					raise self._closed_error(state) from None
+				raise
 			finally:
 				state.calls.discard(inner)
 				state.busy -= 1
 				state.touch()
+
+	@staticmethod
+	async def _died_under(state: SessionState, exc: Exception) -> bool:
+		"""Whether the session's browser is gone; after a dropped connection, its exit may take a
+		moment to be noticed (DEATH_NOTICE)."""
+		if not state.browser.alive():
+			return True
+		text = f'{type(exc).__name__} {exc}'.lower()
+		if not any(word in text for word in ('connection', 'websocket', 'closed', 'broken pipe', 'eof')):
+			return False
+		deadline = time.monotonic() + DEATH_NOTICE
+		while time.monotonic() < deadline:
+			await asyncio.sleep(0.05)
+			if not state.browser.alive() or state.closed_reason is not None:
+				return True
+		return False
 
 	@contextlib.asynccontextmanager
 	async def _locked(
@@ -602,6 +629,9 @@ class SessionRegistry:
 		lost = self._take_loss(state.key)
 		if lost is not None:
 			return lost
+		restart = self._restarts.get(state.key) if state.is_default else None
+		if restart is not None:  # the default session restarts on the next call, which says so in a note
+			return SessionLost(restart.message(state.session_id).replace('Call again with the same session_id', 'Call again'))
 		return SessionClosed(
 			f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call was running; the call '
 			'was cancelled. Call again to start a fresh session with this id.'

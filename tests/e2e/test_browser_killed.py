@@ -1,0 +1,63 @@
+"""The shared Chromium killed (SIGKILL, an out-of-memory kill) while a call runs in one of its
+sessions: that call gets the session's one-time "lost its browser state" error, not a raw
+"ConnectionError: WebSocket connection closed … the session is still open"; the next call starts
+afresh; and no zombie of the killed browser stays under the server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import psutil
+
+from tests.support import RawServer, wait_until
+
+
+def shared_chromiums(server: RawServer) -> list[psutil.Process]:
+	out = []
+	for proc in psutil.Process(server.proc.pid).children(recursive=True):
+		try:
+			cmdline = proc.cmdline()
+		except psutil.Error:
+			continue
+		if any(a.startswith('--browser-use-mcp-owner=') for a in cmdline) and not any(a.startswith('--type=') for a in cmdline):
+			out.append(proc)
+	return out
+
+
+def zombies(server: RawServer) -> list[psutil.Process]:
+	found = []
+	for proc in psutil.Process(server.proc.pid).children(recursive=True):
+		try:
+			if proc.status() == psutil.STATUS_ZOMBIE:
+				found.append(proc)
+		except psutil.Error:
+			continue
+	return found
+
+
+async def test_a_call_in_flight_when_the_shared_chromium_is_killed_gets_the_lost_state_error(tmp_path: Path, site: str) -> None:
+	server = await RawServer(tmp_path / 'home', '--isolation', 'context').start()
+	try:
+		async with server.client() as mcp:
+			await mcp.ok('browser_navigate', session_id='k', url=f'{site}/two')
+			(chromium,) = shared_chromiums(server)
+			# a call waiting on the page over CDP (not on browser-use's event bus)
+			call = asyncio.ensure_future(
+				mcp.call('browser_evaluate', session_id='k', expression='new Promise(r => setTimeout(() => r(1), 8000))')
+			)
+			await asyncio.sleep(1.5)
+			chromium.kill()
+			result = await asyncio.wait_for(call, 60)
+			assert result.is_error, result.text
+			assert 'lost its browser state' in result.text and 'browser died' in result.text, result.text
+			assert 'still open' not in result.text
+			# one time only: the next call gets a fresh session
+			await mcp.ok('browser_navigate', session_id='k', url=f'{site}/two')
+			assert await asyncio.to_thread(wait_until, lambda: not zombies(server), 10), (
+				f'zombies under the server: {[(p.pid, p.name()) for p in zombies(server)]}'
+			)
+	finally:
+		server.close_stdin()
+		await server.wait(20)
+		await server.stop()
