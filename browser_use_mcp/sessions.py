@@ -50,6 +50,7 @@ from browser_use_mcp.errors import (
 	SessionNotFound,
 )
 from browser_use_mcp.pool import BrowserPool, Spare
+from browser_use_mcp.processes import reap_orphans
 from browser_use_mcp.providers import Browser, BrowserProvider
 from browser_use_mcp.session_options import SessionOptions
 
@@ -722,6 +723,11 @@ class SessionRegistry:
 				await self.reap()
 			except Exception:  # keep reaping: a failure here must not stop every later expiry
 				logger.exception('expiring idle sessions failed')
+			try:  # helpers of a browser killed from outside, when they are ours to reap
+				if reap_orphans():
+					logger.info('reaped exited helper processes of a browser that was killed')
+			except Exception:
+				logger.exception('reaping orphaned processes failed')
 
 	def _reap_interval(self) -> float:
 		limits = [t for t in (self.config.idle_timeout, self.config.max_session_duration) if t > 0]

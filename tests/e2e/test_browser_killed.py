@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.support import RawServer, wait_until
+from tests.support import RawServer, server_env, wait_until
 
 
 def shared_chromiums(server: RawServer) -> list[psutil.Process]:
@@ -57,6 +57,42 @@ async def test_a_call_in_flight_when_the_shared_chromium_is_killed_gets_the_lost
 			assert await asyncio.to_thread(wait_until, lambda: not zombies(server), 10), (
 				f'zombies under the server: {[(p.pid, p.name()) for p in zombies(server)]}'
 			)
+	finally:
+		server.close_stdin()
+		await server.wait(20)
+		await server.stop()
+
+
+SUBREAPER = """import ctypes, os
+if os.environ.get('TEST_SUBREAPER') == '1':  # as PID 1 of a container: orphans come to us
+	ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+"""
+
+
+async def test_helpers_of_a_killed_browser_leave_no_zombie_under_a_server_that_adopts_orphans(tmp_path: Path, site: str) -> None:
+	home = tmp_path / 'home'
+	hook = tmp_path / 'hook'
+	hook.mkdir()
+	(hook / 'sitecustomize.py').write_text(SUBREAPER)
+	env = server_env(home, TEST_SUBREAPER='1')
+	env['PYTHONPATH'] = f'{hook}:{env["PYTHONPATH"]}'
+	server = await RawServer(home, '--isolation', 'browser', env=env).start()
+	try:
+		async with server.client() as mcp:
+			await mcp.ok('browser_navigate', session_id='z', url=f'{site}/two')
+			(chromium,) = shared_chromiums(server)
+			helpers = chromium.children()
+			assert helpers
+			chromium.kill()
+			# its helpers exit, re-parented to the server; then nobody else is there to reap them
+			assert await asyncio.to_thread(
+				wait_until, lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helpers), 15
+			)
+			assert await asyncio.to_thread(wait_until, lambda: not zombies(server), 10), (
+				f'zombies under the server: {[p.pid for p in zombies(server)]}'
+			)
+			result = await mcp.call('browser_get_state', session_id='z')
+			assert 'lost its browser state' in result.text, result.text
 	finally:
 		server.close_stdin()
 		await server.wait(20)
