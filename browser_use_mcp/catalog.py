@@ -55,6 +55,8 @@ DEADLINES = {
 	'retry_with_browser_use_agent': 3600.0,  # up to max_steps agent steps; cancel it to stop sooner
 }
 DEFAULT_DEADLINE = 45.0
+# tools that still make sense once a crashed focused tab is replaced: they run, with a note
+AFTER_A_CRASH = frozenset({'browser_navigate', 'browser_list_tabs', 'browser_switch_tab'})
 STOP_GRACE = 2.0  # s a call past its deadline gets to unwind before it is answered anyway
 DEADLINE_SCALE_ENV = 'BROWSER_USE_MCP_DEADLINE_SCALE'
 
@@ -172,7 +174,13 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> R
 	commands to a crashed or hung tab are never answered, so the handler alone might never end."""
 	watch_crashes(state)
 	if await focused_tab_crashed(state):  # crashed since the last call: nothing sent to it would answer
-		raise tab_crashed_error(name, await replace_crashed_tab(state), before=True)
+		now_on = await replace_crashed_tab(state)
+		if name not in AFTER_A_CRASH:
+			raise tab_crashed_error(name, now_on, before=True)
+		state.notes.append(
+			f"Note: the session's tab had crashed (its page's renderer died); it was closed, and this call ran with "
+			f'the session on {now_on}.'
+		)
 	state.crash_signal.clear()
 	work = asyncio.ensure_future(body(state))
 	crash = asyncio.ensure_future(state.crash_signal.wait())
@@ -193,8 +201,7 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> R
 			elif loop.time() < end:
 				continue
 			work.cancel()
-			with contextlib.suppress(BaseException):
-				await asyncio.wait_for(asyncio.shield(work), STOP_GRACE)
+			await asyncio.wait({work}, timeout=STOP_GRACE)
 			if crash_seen or await focused_tab_crashed(state):
 				raise tab_crashed_error(name, await replace_crashed_tab(state), before=False)
 			url = 'its page'

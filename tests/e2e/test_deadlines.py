@@ -73,6 +73,13 @@ async def test_a_crashed_tab_is_said_at_once_and_replaced(server: RawServer, sit
 		assert time.monotonic() - started < 5
 		await mcp.ok('browser_get_state')
 
+		# a navigation after a crash just works on the replacement tab, and says what happened
+		kill_renderers(server)
+		await asyncio.sleep(0.5)
+		went = await mcp.ok('browser_navigate', url=f'{site}/two')
+		assert any('tab had crashed' in t for t in went.texts), went.texts
+		assert (await mcp.ok('browser_evaluate', expression='location.pathname')).structured['result'] == '/two'
+
 
 async def test_a_hung_tab_ends_the_call_by_its_deadline_and_the_session_keeps_working(server: RawServer, site: str) -> None:
 	async with server.client() as mcp:
