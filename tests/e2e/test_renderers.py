@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 import psutil
 import pytest
 
+from browser_use_mcp.doctor import renderer_cmdlines, ui_switches
 from tests.support import Background, Mcp, isolation_modes, running_server, server_env
 
 isolation = isolation_modes('browser', 'context')
@@ -27,27 +28,12 @@ SESSIONS = 4
 SPARE = 2  # renderers a browser may keep beyond one per tab (a spare renderer, a process being replaced)
 
 
-def is_ui_switch(arg: str) -> bool:
-	"""A command-line switch that makes a renderer one of browser UI (--top-chrome-webui, --webui-...)."""
-	name = arg.split('=', 1)[0].lower()
-	return name.startswith('--') and ('webui' in name or 'top-chrome' in name)
-
-
 def renderers(server_pid: int) -> list[list[str]]:
 	"""The command lines of the renderer processes in the server's process tree."""
-	found = []
 	try:
-		tree = psutil.Process(server_pid).children(recursive=True)
+		return renderer_cmdlines(psutil.Process(server_pid).children(recursive=True))
 	except psutil.NoSuchProcess:
 		return []
-	for proc in tree:
-		try:
-			cmdline = proc.cmdline()
-		except psutil.Error:
-			continue
-		if '--type=renderer' in cmdline:
-			found.append(cmdline)
-	return found
 
 
 @pytest.fixture(scope='module')
@@ -66,15 +52,8 @@ async def test_a_session_costs_one_renderer_and_no_browser_ui(server: Mcp, site:
 		await server.page_state(sid)
 	await asyncio.sleep(1.5)  # browser UI is built after the window appears: give it time to show up
 	found = renderers(server.pid)
-	ui = [[a for a in cmdline if is_ui_switch(a)] for cmdline in found if any(is_ui_switch(a) for a in cmdline)]
+	ui = [ui_switches(cmdline) for cmdline in found if ui_switches(cmdline)]
 	assert not ui, f'{len(ui)} of {len(found)} renderers are browser UI, {SESSIONS} sessions ({isolation}): {ui[:2]}'
 	assert len(found) <= SESSIONS + SPARE, f'{len(found)} renderers for {SESSIONS} sessions with one tab each ({isolation})'
 	for sid in sessions:
 		await server.ok('browser_close_session', session_id=sid)
-
-
-def test_ui_switch_names() -> None:
-	assert is_ui_switch('--top-chrome-webui')
-	assert is_ui_switch('--webui-foo=1')
-	assert not is_ui_switch('--disable-features=WebUIOmniboxPopup')
-	assert not is_ui_switch('--type=renderer')
