@@ -248,11 +248,8 @@ async def check_context_renderers(
 						'browserContextId'
 					]
 					await connection.send('Target.createTarget', {'url': 'about:blank', 'browserContextId': context})
-				# browser UI is built just after its window opens: give it the time it takes
-				renderers: list[list[str]] = []
-				for _ in range(10):
-					await asyncio.sleep(0.25)
-					renderers = renderer_cmdlines(chromium.tree())
+				await asyncio.sleep(2.0)  # browser UI is built just after its window opens (well under 1 s here)
+				renderers = renderer_cmdlines(chromium.tree())
 				targets = (await connection.send('Target.getTargets')).get('targetInfos', [])
 			finally:
 				await connection.close()
@@ -263,7 +260,7 @@ async def check_context_renderers(
 	finally:
 		dirs.remove()
 	ui = [r for r in renderers if ui_switches(r)]
-	ui_pages = sorted({t.get('url', '') for t in targets if t.get('type') not in ('page', 'iframe', 'worker', 'browser')})
+	ui_pages = sorted({t.get('url', '') for t in targets if t.get('type') == 'browser_ui' or 'top-chrome' in t.get('url', '')})
 	counted = f'{product}: {contexts} contexts with one tab each started {len(renderers)} renderer(s)'
 	if ui or len(renderers) > contexts + 1:
 		what = f', {len(ui)} of them browser UI ({", ".join(sorted({s for r in ui for s in ui_switches(r)}))})' if ui else ''
