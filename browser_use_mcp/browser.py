@@ -64,9 +64,13 @@ CHROMIUM_CANDIDATES = (
 # omnibox popups as WebUI pages in a renderer of their own (--top-chrome-webui, ~35 MB PSS) that a
 # headless window never shows; both must be off, either one alone keeps that renderer. Versions
 # that do not know a feature ignore it. Measured in docs/performance.md.
+# --component-updater=url-source=about:blank: Chromium 156 installs an "on demand" component at start
+# (an update check to update.googleapis.com), which --disable-component-update does not stop; with a
+# source that is no network URL that check goes nowhere. tests/e2e/test_network.py watches for it.
 EXTRA_ARGS = (
 	'--disable-background-networking',
 	'--disable-component-update',
+	'--component-updater=url-source=about:blank',
 	'--disable-default-apps',
 	'--disable-crash-reporter',
 	'--disable-breakpad',
