@@ -59,10 +59,18 @@ CHROMIUM_CANDIDATES = (
 # machine, like many CI boxes, has no network), and nothing costs memory an automation
 # browser never uses. The GPU (software-rendered when headless) and the network service run
 # inside the browser process instead of two more processes: 5 processes per session become 3
-# and the tree's USS drops by about a quarter. Measured in docs/performance.md.
+# and the tree's USS drops by about a quarter. WebUIOmniboxPopup and WebUIOmniboxAimPopup: from
+# Chromium 156 every browser window (so every session: a context's first tab opens one) builds its
+# omnibox popups as WebUI pages in a renderer of their own (--top-chrome-webui, ~35 MB PSS) that a
+# headless window never shows; both must be off, either one alone keeps that renderer. Versions
+# that do not know a feature ignore it. Measured in docs/performance.md.
+# --component-updater=url-source=about:blank: Chromium 156 installs an "on demand" component at start
+# (an update check to update.googleapis.com), which --disable-component-update does not stop; with a
+# source that is no network URL that check goes nowhere. tests/e2e/test_network.py watches for it.
 EXTRA_ARGS = (
 	'--disable-background-networking',
 	'--disable-component-update',
+	'--component-updater=url-source=about:blank',
 	'--disable-default-apps',
 	'--disable-crash-reporter',
 	'--disable-breakpad',
@@ -70,7 +78,7 @@ EXTRA_ARGS = (
 	'--no-pings',
 	'--password-store=basic',
 	'--use-mock-keychain',
-	'--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,NetworkTimeServiceQuerying',
+	'--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,NetworkTimeServiceQuerying,WebUIOmniboxPopup,WebUIOmniboxAimPopup',
 	'--renderer-process-limit=4',
 	'--in-process-gpu',
 	'--enable-features=NetworkServiceInProcess2',

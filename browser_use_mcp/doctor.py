@@ -228,6 +228,101 @@ async def check_launch(
 		dirs.remove()
 
 
+def ui_switches(cmdline: list[str]) -> list[str]:
+	"""The switches that make a Chromium renderer one of browser UI (``--top-chrome-webui``, ...)."""
+	found = []
+	for arg in cmdline:
+		name = arg.split('=', 1)[0].lower()
+		if name.startswith('--') and ('webui' in name or 'top-chrome' in name):
+			found.append(arg)
+	return found
+
+
+def renderer_cmdlines(procs: list[Any]) -> list[list[str]]:
+	"""The command lines of the renderers among ``procs`` (psutil processes; gone ones are skipped)."""
+	import psutil
+
+	found = []
+	for proc in procs:
+		try:
+			cmdline = proc.cmdline()
+		except psutil.Error:
+			continue
+		if '--type=renderer' in cmdline:
+			found.append(cmdline)
+	return found
+
+
+UI_RENDERERS_FIX = (
+	'This Chromium builds browser UI (WebUI) for every window, and every session has a window: find the '
+	'feature behind the pages named above and turn it off with --disable-features=<Feature> in '
+	'BROWSER_USE_MCP_CHROMIUM_ARGS, or use another Chromium; please report its version to the project.'
+)
+
+
+async def check_context_renderers(
+	executable: str | None,
+	profile_base: Mapping[str, Any] | None = None,
+	timeout: float = LAUNCH_TIMEOUT,
+	user_args: tuple[str, ...] = (),
+	contexts: int = 2,
+) -> Check:
+	"""Open ``contexts`` browser contexts with one blank tab each, as sessions get them, in a browser
+	launched as a session's is, and count its renderers: one per tab is the cost of a session; a
+	renderer of browser UI (Chromium 156's omnibox popup WebUI, before the launch flags turned it
+	off) is paid by every session for nothing."""
+	from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, build_profile, chromium_args
+	from browser_use_mcp.errors import BrowserStartFailed
+	from browser_use_mcp.providers.shared import CdpConnection, CdpError
+
+	name = 'Renderers per session'
+	if not executable:
+		return Check(name, 'skip', 'no browser to launch')
+	root = Path(tempfile.mkdtemp(prefix='browser-use-mcp-doctor-'))
+	dirs = SessionDirs(profile=root / 'profile', downloads=root / 'downloads', files=root / 'files', root=root)
+	try:
+		for path in (dirs.profile, dirs.downloads, dirs.files):
+			path.mkdir(mode=0o700)
+		try:
+			profile = build_profile(dict(profile_base or {}), dirs, headless=True)
+			chromium = await ChromiumProcess.launch(
+				executable, chromium_args(profile, user_args=user_args), dirs.profile, Owner.current(), timeout
+			)
+		except (BrowserStartFailed, ValueError) as exc:
+			return Check(name, 'skip', f'the browser did not start ({str(exc).splitlines()[0][:200]})')
+		try:
+			connection = await CdpConnection.open(chromium.ws_url or '')
+			try:
+				product = (await connection.send('Browser.getVersion')).get('product', 'the browser')
+				for target in (await connection.send('Target.getTargets')).get('targetInfos', []):
+					if target.get('type') == 'page':  # the start-up tab, as a shared Chromium closes it
+						await connection.send('Target.closeTarget', {'targetId': target['targetId']})
+				for _ in range(contexts):
+					context = (await connection.send('Target.createBrowserContext', {'disposeOnDetach': False}))[
+						'browserContextId'
+					]
+					await connection.send('Target.createTarget', {'url': 'about:blank', 'browserContextId': context})
+				await asyncio.sleep(2.0)  # browser UI is built just after its window opens (well under 1 s here)
+				renderers = renderer_cmdlines(chromium.tree())
+				targets = (await connection.send('Target.getTargets')).get('targetInfos', [])
+			finally:
+				await connection.close()
+		except (CdpError, OSError, TimeoutError) as exc:
+			return Check(name, 'skip', f'could not drive the browser over CDP ({exc})')
+		finally:
+			await chromium.kill()
+	finally:
+		dirs.remove()
+	ui = [r for r in renderers if ui_switches(r)]
+	ui_pages = sorted({t.get('url', '') for t in targets if t.get('type') == 'browser_ui' or 'top-chrome' in t.get('url', '')})
+	counted = f'{product}: {contexts} contexts with one tab each started {len(renderers)} renderer(s)'
+	if ui or len(renderers) > contexts + 1:
+		what = f', {len(ui)} of them browser UI ({", ".join(sorted({s for r in ui for s in ui_switches(r)}))})' if ui else ''
+		pages = f'; browser-UI pages: {", ".join(ui_pages[:4])}' if ui_pages else ''
+		return Check(name, 'warn', f'{counted}{what}{pages}: each session pays for more than its tabs', UI_RENDERERS_FIX)
+	return Check(name, 'ok', f'{counted}, none of browser UI')
+
+
 # -- the machine ---------------------------------------------------------------------------
 
 
@@ -590,6 +685,10 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	if launch:
 		executable = find_chromium(config.executable_path) if browser.status != 'fail' else None
 		checks.append(asyncio.run(check_launch(executable, config.browser_profile, user_args=config.chromium_args)))
+		if checks[-1].status == 'ok':
+			checks.append(
+				asyncio.run(check_context_renderers(executable, config.browser_profile, user_args=config.chromium_args))
+			)
 	if config.grid_url:
 		checks.extend(check_grid(config.grid_url, config.grid_capabilities, config.headless))
 	checks.append(check_display(config.headless, env))
