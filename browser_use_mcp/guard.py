@@ -54,7 +54,7 @@ class Throttled:
 			return
 		count, self._count[key] = self._count[key], 0
 		self._last[key] = now
-		self.log.warning('%s (%d time(s) in the last %.0f s)', message, count, self.interval)
+		self.log.warning('%s (%d since this was last logged; at most one line per %g s)', message, count, self.interval)
 
 
 def raise_fd_limit() -> int:
