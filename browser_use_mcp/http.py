@@ -5,7 +5,8 @@ handshake-era protocol and the stateless 2026-07-28 one at /mcp; ``SseServerTran
 serves the legacy HTTP+SSE transport at /sse and /messages/ for clients that speak nothing
 else, such as the 1.x Python SDK); this module adds what a shared server needs around it:
 bearer tokens that map to principals, a refusal to expose an unauthenticated server beyond
-loopback, and the same shutdown as stdio. Browser sessions belong to the registry, not to
+loopback, limits that keep a client without a token from taking it down (guard.py), and the
+same shutdown as stdio. Browser sessions belong to the registry, not to
 the HTTP connection or the transport, so a client that reconnects with a ``session_id`` finds
 it as it left it, over either transport.
 """
@@ -360,7 +361,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 	try:
 		sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 		sock.bind((host.strip('[]'), port))
-		sock.listen(128)
+		sock.listen(1024)  # the kernel caps it at somaxconn; a flood of connects should not crowd out the rest
 	except OSError as exc:
 		sock.close()
 		raise SystemExit(f'Cannot listen on {host}:{port}: {exc.strerror or exc}') from None
