@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 		'--max-request-body',
 		type=int,
 		metavar='BYTES',
-		help=f'largest request body at /mcp and /messages/; larger gets 413 (default 16777216; env {_env("max_request_body")})',
+		help=f'largest request body at /mcp and /messages/; larger gets 413 (default 4194304; env {_env("max_request_body")})',
 	)
 	h.add_argument(
 		'--max-transport-sessions',

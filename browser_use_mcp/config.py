@@ -63,7 +63,7 @@ class ServerConfig:
 	keep_alive_timeout: float = 5.0  # s an idle keep-alive connection stays open between requests
 	max_connections: int = 1000  # open HTTP connections at once; more get a 503 and are closed
 	max_connections_per_client: int = 100  # open connections from one client address; more get a 429; 0 = no cap
-	max_request_body: int = 16 * 1024 * 1024  # bytes of one request body at /mcp and /messages/ (413 beyond)
+	max_request_body: int = 4 * 1024 * 1024  # bytes of one request body at /mcp and /messages/ (413 beyond); the SDK's default
 	max_transport_sessions: int = 100  # handshake-era transport sessions (Mcp-Session-Id) per principal
 	transport_session_idle: float = 1800.0  # s without a request after which a transport session is dropped
 

@@ -30,7 +30,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 from starlette.applications import Starlette
@@ -257,9 +257,11 @@ class LegacySse:
 	open, so ``close`` ends them all at shutdown, once requests in flight have their answers.
 	"""
 
-	def __init__(self, server: Server[Any], security: TransportSecuritySettings | None) -> None:
+	def __init__(
+		self, server: Server[Any], security: TransportSecuritySettings | None, max_body: int = DEFAULT_MAX_REQUEST_BODY_SIZE
+	) -> None:
 		self._server = server
-		self.transport = SseServerTransport(MESSAGES_PATH, security_settings=security)
+		self.transport = SseServerTransport(MESSAGES_PATH, security_settings=security, max_request_body_size=max_body)
 		self._streams: set[_SseStream] = set()
 		self._closing = False
 
@@ -313,9 +315,12 @@ def build_app(
 	security = transport_security(config.host)
 	# Browser sessions are unaffected by a transport session's end: they follow --idle-timeout.
 	manager = StreamableHTTPSessionManager(
-		app=server, security_settings=security, session_idle_timeout=config.transport_session_idle
+		app=server,
+		security_settings=security,
+		session_idle_timeout=config.transport_session_idle,
+		max_request_body_size=config.max_request_body,
 	)
-	legacy = LegacySse(server, security)
+	legacy = LegacySse(server, security, config.max_request_body)
 
 	def body_limit(path: str) -> int:
 		return DASHBOARD_MAX_BODY if path.startswith(DASHBOARD_PATH) else config.max_request_body

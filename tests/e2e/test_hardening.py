@@ -192,7 +192,7 @@ def test_a_huge_mcp_body_gets_413(server: HttpServer) -> None:
 
 	def body() -> Iterator[bytes]:
 		block = b' ' * (1 << 20)
-		for _ in range(64):  # 64 MiB, more than the default 16 MiB
+		for _ in range(64):  # 64 MiB, more than the default 4 MiB
 			yield block
 
 	with contextlib.suppress(httpx.TransportError):  # the server may close before all is sent
