@@ -57,6 +57,41 @@ class Throttled:
 		self.log.warning('%s (%d since this was last logged; at most one line per %g s)', message, count, self.interval)
 
 
+class QuietRepeats(logging.Filter):
+	"""A logger filter for uvicorn's per-request warnings a client can trigger at will ("Invalid
+	HTTP request received." for every malformed request): each at most once per interval, the
+	next one saying how many were left out."""
+
+	REPEATED = ('Invalid HTTP request received.', 'Unsupported upgrade request.')
+
+	def __init__(self, interval: float = LOG_INTERVAL) -> None:
+		super().__init__()
+		self.interval = interval
+		self._last: dict[str, float] = {}
+		self._dropped: dict[str, int] = defaultdict(int)
+
+	def filter(self, record: logging.LogRecord) -> bool:
+		message = record.msg if isinstance(record.msg, str) else ''
+		if message not in self.REPEATED:
+			return True
+		now = time.monotonic()
+		if now - self._last.get(message, -1e9) < self.interval:
+			self._dropped[message] += 1
+			return False
+		self._last[message] = now
+		dropped, self._dropped[message] = self._dropped[message], 0
+		if dropped:
+			record.msg, record.args = f'{message} (and {dropped} more not logged)', None
+		return True
+
+
+def quiet_uvicorn() -> None:
+	"""Install ``QuietRepeats`` on uvicorn's error logger, once."""
+	uv = logging.getLogger('uvicorn.error')
+	if not any(isinstance(f, QuietRepeats) for f in uv.filters):
+		uv.addFilter(QuietRepeats())
+
+
 def raise_fd_limit() -> int:
 	"""Raise the soft RLIMIT_NOFILE to the hard limit; returns the soft limit now in force."""
 	try:

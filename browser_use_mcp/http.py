@@ -52,6 +52,7 @@ from browser_use_mcp.guard import (
 	TransportSessions,
 	guarded_protocol,
 	quiet_accept_errors,
+	quiet_uvicorn,
 	raise_fd_limit,
 )
 from browser_use_mcp.logs import hide
@@ -384,6 +385,7 @@ def connection_guard(config: ServerConfig) -> ConnectionGuard:
 		logger.warning('--max-connections %d is more than the open-file limit (%d) allows; using %d', cap, soft, lowered)
 		cap = lowered
 	quiet_accept_errors(asyncio.get_running_loop(), Throttled(logger))
+	quiet_uvicorn()
 	return ConnectionGuard(cap, config.max_connections_per_client, config.header_timeout)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from browser_use_mcp import logs
 from browser_use_mcp.config import load_config
-from browser_use_mcp.guard import FULL, TOO_MANY, ConnectionGuard, Throttled
+from browser_use_mcp.guard import FULL, TOO_MANY, ConnectionGuard, QuietRepeats, Throttled
 
 
 def test_redact_masks_tokens_bearer_values_token_params_and_credential_headers() -> None:
@@ -46,6 +46,20 @@ def test_throttled_logs_once_per_interval_with_a_count(caplog: pytest.LogCapture
 	with caplog.at_level(logging.WARNING, 'throttle-test'):
 		throttle.note('accept', 'cannot accept')
 	assert len(caplog.records) == 2 and '1000 since' in caplog.records[1].getMessage()
+
+
+def test_uvicorns_per_request_warnings_are_logged_once_per_interval() -> None:
+	quiet = QuietRepeats(interval=60)
+
+	def record(msg: str) -> logging.LogRecord:
+		return logging.LogRecord('uvicorn.error', logging.WARNING, __file__, 1, msg, None, None)
+
+	passed = [quiet.filter(record('Invalid HTTP request received.')) for _ in range(500)]
+	assert passed.count(True) == 1
+	assert all(quiet.filter(record('something else')) for _ in range(3))
+	quiet._last.clear()  # the interval has passed
+	later = record('Invalid HTTP request received.')
+	assert quiet.filter(later) and '499 more' in later.getMessage()
 
 
 def test_connection_guard_counts_in_all_and_per_address() -> None:

@@ -30,6 +30,7 @@ TOKEN = f'harden-{uuid.uuid4().hex}'
 OTHER = f'other-{uuid.uuid4().hex}'
 ATTACKERS = ('127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5')
 HALF_HEADER = b'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl'
+GARBAGE = b'\x16\x03\x01\x02\x00 not HTTP at all\r\n\r\n'  # a TLS hello, say: uvicorn answers 400 and warns
 
 
 @contextlib.contextmanager
@@ -52,7 +53,8 @@ def raise_own_fd_limit(needed: int) -> None:
 
 
 def attack(port: int, count: int, sources: tuple[str, ...]) -> list[socket.socket]:
-	"""``count`` connections spread over ``sources``; every other one sends half a header."""
+	"""``count`` connections spread over ``sources``: of every four, two send nothing, one half a
+	header, one garbage."""
 	socks = []
 	for i in range(count):
 		sock = socket.socket()
@@ -60,8 +62,10 @@ def attack(port: int, count: int, sources: tuple[str, ...]) -> list[socket.socke
 		sock.settimeout(10)
 		try:
 			sock.connect(('127.0.0.1', port))
-			if i % 2:
+			if i % 4 == 1:
 				sock.send(HALF_HEADER)
+			elif i % 4 == 3:
+				sock.send(GARBAGE)
 		except OSError:
 			sock.close()
 			continue
@@ -103,13 +107,15 @@ async def test_idle_and_half_header_connections_neither_starve_a_client_nor_floo
 				with contextlib.suppress(OSError):
 					sock.settimeout(0.01)
 					refused += sock.recv(64).startswith(b'HTTP/1.1 429')
-			assert refused >= 4000 - 100 * len(ATTACKERS) - 50, f'only {refused} got a 429'
+			# (a refused connection that had sent bytes may see a reset before the answer)
+			assert refused >= 0.9 * (4000 - 100 * len(ATTACKERS)), f'only {refused} got a 429'
 		finally:
 			for sock in socks:
 				sock.close()
 		size = server.log.stat().st_size
 		assert size < 64 * 1024, f'the log grew to {size} bytes:\n{server.log_text()[-2000:]}'
 		assert 'out of system resource' not in server.log_text()
+		assert server.log_text().count('Invalid HTTP request received') <= 2, 'one line per 10 s, not one per request'
 
 
 async def test_over_the_connection_cap_a_client_gets_503(tmp_path: Path) -> None:
