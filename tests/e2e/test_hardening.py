@@ -58,6 +58,10 @@ def attack(port: int, count: int, sources: tuple[str, ...]) -> list[socket.socke
 	socks = []
 	for i in range(count):
 		sock = socket.socket()
+		# the port is chosen at connect, per destination: thousands of binds beside the TIME_WAITs
+		# of earlier tests would otherwise run into EADDRINUSE
+		with contextlib.suppress(OSError):
+			sock.setsockopt(socket.IPPROTO_IP, getattr(socket, 'IP_BIND_ADDRESS_NO_PORT', 24), 1)
 		sock.bind((sources[i % len(sources)], 0))
 		sock.settimeout(10)
 		try:
@@ -123,13 +127,15 @@ async def test_over_the_connection_cap_a_client_gets_503(tmp_path: Path) -> None
 	with http_server(tmp_path / 'home', *args) as server:
 		socks = await asyncio.to_thread(attack, server.port, 30, ('127.0.0.2',))
 		try:
+			assert len(socks) == 30, 'every connect was accepted by the kernel'
 			time.sleep(0.5)
 			answers = []
 			for sock in socks:
 				ready, _, _ = select.select([sock], [], [], 0)
 				answers.append(sock.recv(64) if ready else b'')
 			assert sum(a.startswith(b'HTTP/1.1 503') for a in answers) == 10, answers
-			assert sum(a == b'' for a in answers) == 20
+			# the 20 admitted wait for a header, or got uvicorn's 400 for their garbage
+			assert sum(a == b'' or a.startswith(b'HTTP/1.1 400') for a in answers) == 20, answers
 		finally:
 			for sock in socks:
 				sock.close()
