@@ -90,16 +90,6 @@ def check_chromium(configured: str | None) -> Check:
 	return Check('Chromium', 'ok', f'{found} ({version})')
 
 
-def _devtools_product(cdp_url: str) -> str | None:
-	"""The running browser's own name for itself, over loopback, never through a proxy."""
-	opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-	try:
-		with opener.open(cdp_url + 'json/version', timeout=5) as response:
-			return json.loads(response.read().decode()).get('Browser')
-	except (OSError, ValueError):
-		return None
-
-
 def launch_fix(message: str, executable: str) -> str:
 	"""Turn Chromium's own complaint into the step most likely to fix it."""
 	text = message.lower()
@@ -166,10 +156,10 @@ async def check_launch(
 			return Check(name, 'fail', exc.message, launch_fix(exc.message, executable))
 		try:
 			ready = time.monotonic() - started
-			product = await asyncio.to_thread(_devtools_product, chromium.cdp_url) or 'browser'
+			product = chromium.product or 'browser'  # its own name for itself, read over the DevTools pipe
 		finally:
 			await chromium.kill()
-		return Check(name, 'ok', f'{product}, headless, DevTools ready in {ready:.1f} s')
+		return Check(name, 'ok', f'{product}, headless, DevTools ready over its pipe in {ready:.1f} s')
 	finally:
 		dirs.remove()
 
