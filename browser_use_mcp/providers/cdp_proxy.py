@@ -17,9 +17,10 @@ browser and rewrites what must be scoped to the session's context:
 - target events of other contexts are dropped, and a browser-level auto-attach to another
   context's page is detached at once and never shown.
 
-It is a compatibility boundary, not a security one: the endpoint is ours, on loopback, reached
-only through an unguessable path, and the client on the other side is the server's own
-browser-use. Large page-level messages (DOM snapshots, screenshots) are forwarded without being
+The rewriting is a compatibility boundary, not a security one: its client is the server's own
+browser-use. What keeps pages out is ``ContextRouter``: no request a page could make (it carries an
+``Origin`` or ``Sec-Fetch-*`` header) gets a handshake, nor any path but a session's secret one, and
+no HTTP discovery is served; behind it, a Chromium of ours has no DevTools port at all (cdp_pipe). Large page-level messages (DOM snapshots, screenshots) are forwarded without being
 parsed: only browser-level traffic needs rewriting.
 """
 

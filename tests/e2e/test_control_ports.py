@@ -28,24 +28,22 @@ SECRET = f'secret-{uuid.uuid4().hex}'
 
 # From the attacker's page: every way to talk to a port, each returning what it could read.
 PROBE = """(async (port, paths) => {
-	const out = [];
-	for (const path of paths) {
+	const fetches = paths.map(async (path) => {
 		try {
-			const r = await fetch(`http://127.0.0.1:${port}${path}`, {cache: 'no-store'});
-			out.push(`fetch ${path} ${r.status} ${await r.text()}`);
-		} catch (e) { out.push(`fetch ${path} failed`); }
-	}
-	for (const path of ['/devtools/browser', '/devtools/browser/x', '/', '/mcp', ...paths.filter(p => p.startsWith('/devtools'))]) {
-		out.push(await new Promise(resolve => {
+			const r = await fetch(`http://127.0.0.1:${port}${path}`, {cache: 'no-store', signal: AbortSignal.timeout(3000)});
+			return `fetch ${path} ${r.status} ${await r.text()}`;
+		} catch (e) { return `fetch ${path} failed`; }
+	});
+	const sockets = ['/devtools/browser', '/devtools/browser/x', '/', '/mcp', ...paths.filter(p => p.startsWith('/devtools'))].map(
+		(path) => new Promise(resolve => {
 			let ws;
 			try { ws = new WebSocket(`ws://127.0.0.1:${port}${path}`); } catch (e) { resolve(`ws ${path} refused`); return; }
-			const timer = setTimeout(() => { try { ws.close(); } catch (e) {} resolve(`ws ${path} silent`); }, 1500);
+			const timer = setTimeout(() => { try { ws.close(); } catch (e) {} resolve(`ws ${path} silent`); }, 2000);
 			ws.onopen = () => ws.send(JSON.stringify({id: 1, method: 'Target.getTargets'}));
 			ws.onmessage = (m) => { clearTimeout(timer); ws.close(); resolve(`ws ${path} ANSWERED ${m.data}`); };
 			ws.onerror = () => { clearTimeout(timer); resolve(`ws ${path} error`); };
 		}));
-	}
-	return out.join('\\n');
+	return (await Promise.all([...fetches, ...sockets])).join('\\n');
 })"""
 
 
@@ -98,13 +96,15 @@ async def test_no_page_reaches_any_browser_control_port(server: HttpServer, site
 						if isinstance(entry, dict) and entry.get('id'):
 							target_ids.add(entry['id'])
 			ws_paths = [p for t in seen for p in _devtools_paths(t)]
-			await a.ok('browser_navigate', session_id='probe', url=f'{site}/one')
-			probe = await a.ok(
-				'browser_evaluate',
-				session_id='probe',
-				expression=f'{PROBE}({port}, {json.dumps(["/json/list", "/json/version", *ws_paths])})',
-			)
-			seen.append(str(probe.structured['result']))
+			# from a web page, and from a page of the port's own origin (where same-origin reads are allowed)
+			for origin in (f'{site}/one', f'http://127.0.0.1:{port}/json/version'):
+				await a.call('browser_navigate', session_id='probe', url=origin)
+				probe = await a.call(
+					'browser_evaluate',
+					session_id='probe',
+					expression=f'{PROBE}({port}, {json.dumps(["/json/list", "/json/version", *ws_paths])})',
+				)
+				seen.append(str(probe.structured['result']) if not probe.is_error else probe.text)
 		# what worked against a DevTools port: close every tab it listed, then crash the browser
 		for target in target_ids:
 			await a.call(
