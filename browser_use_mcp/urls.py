@@ -9,6 +9,7 @@ Pages cannot navigate to them by themselves (Chromium refuses), but CDP's Page.n
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 # Schemes whose pages belong to the browser itself (Chromium's and its forks' names for them).
@@ -28,6 +29,23 @@ BROWSER_SCHEMES = frozenset(
 	}
 )
 ABOUT_ALLOWED = frozenset({'blank', 'srcdoc'})
+# The operator's --allow-browser-urls, for the CDP endpoints (set once at start-up; tools read the config).
+ALLOWED: tuple[str, ...] = ()
+
+
+def configure(allowed: Iterable[str]) -> None:
+	global ALLOWED
+	ALLOWED = tuple(allowed)
+
+
+def refused_command(message: dict[str, Any]) -> str | None:
+	"""Why a CDP command from browser-use may not run: it opens a browser page (the agent's own
+	navigations, and anything else browser-use does, pass through our endpoint)."""
+	if message.get('method') not in ('Page.navigate', 'Target.createTarget'):
+		return None
+	params = message.get('params')
+	url = params.get('url') if isinstance(params, dict) else None
+	return refusal(url, ALLOWED) if isinstance(url, str) else None
 
 
 def browser_page(url: str) -> str | None:

@@ -125,3 +125,62 @@ async def test_chromium_of_ours_has_no_devtools_port_and_channels_are_separate()
 			assert chromium.cdp.closed
 		finally:
 			await chromium.kill()
+
+
+class Recorder:
+	"""An upstream that records what reaches the browser and answers nothing."""
+
+	def __init__(self) -> None:
+		self.sent: list[str] = []
+		self._closed = asyncio.Event()
+
+	async def send(self, message: str) -> None:
+		self.sent.append(message)
+
+	async def __aiter__(self):  # type: ignore[no-untyped-def]
+		await self._closed.wait()
+		return
+		yield
+
+	async def close(self) -> None:
+		self._closed.set()
+
+
+async def test_endpoint_keeps_browser_use_and_its_agent_off_browser_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+	"""Whatever browser-use navigates to (the agent's own steps included) passes our endpoint."""
+	from browser_use_mcp import urls
+	from browser_use_mcp.providers.cdp_proxy import ContextLink, PassthroughLink
+
+	monkeypatch.setattr(urls, 'ALLOWED', ('chrome://version',))
+	router = ContextRouter()
+	await router.start()
+	try:
+		for make in (PassthroughLink, lambda up: ContextLink(up, 'CTX')):
+			upstream = Recorder()
+
+			async def opener(upstream: Recorder = upstream) -> Recorder:
+				return upstream
+
+			url = router.add(make(opener))
+			async with connect(url) as ws:
+				for n, (method, target) in enumerate(
+					[
+						('Page.navigate', 'chrome://gpucrash'),
+						('Target.createTarget', ' CHROME://inducebrowsercrashforrealz'),
+						('Page.navigate', 'about:version'),
+					]
+				):
+					await ws.send(json.dumps({'id': n, 'method': method, 'params': {'url': target}, 'sessionId': 'S1'}))
+					reply = json.loads(await asyncio.wait_for(ws.recv(), 5))
+					assert reply['id'] == n and 'page of the browser itself' in reply['error']['message'], reply
+					assert reply['sessionId'] == 'S1'
+				for n, target in enumerate(('https://example.com/', 'about:blank', 'chrome://version/'), start=10):
+					await ws.send(json.dumps({'id': n, 'method': 'Page.navigate', 'params': {'url': target}, 'sessionId': 'S1'}))
+				await asyncio.sleep(0.2)
+			assert [json.loads(m)['params']['url'] for m in upstream.sent] == [
+				'https://example.com/',
+				'about:blank',
+				'chrome://version/',
+			]
+	finally:
+		await router.close()

@@ -39,6 +39,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from browser_use_mcp import urls
+
 logger = logging.getLogger('browser_use_mcp.providers.cdp_proxy')
 
 # Ids of the commands the proxy sends itself: above anything cdp-use's counter reaches, and a
@@ -94,8 +96,15 @@ class Link(Protocol):
 	async def serve(self, client: ServerConnection) -> None: ...
 
 
-def _error(message_id: int, text: str, code: int = -32000) -> str:
-	return json.dumps({'id': message_id, 'error': {'code': code, 'message': text}})
+def _error(message_id: int, text: str, code: int = -32000, session: str | None = None) -> str:
+	reply: dict[str, Any] = {'id': message_id, 'error': {'code': code, 'message': text}}
+	if session is not None:
+		reply['sessionId'] = session
+	return json.dumps(reply)
+
+
+# Commands that may open a URL: only these are parsed on their way through a passthrough endpoint.
+_NAVIGATING = ('"Page.navigate"', '"Target.createTarget"')
 
 
 class ContextLink:
@@ -159,6 +168,10 @@ class ContextLink:
 		method = message.get('method', '')
 		params = message.setdefault('params', {}) if isinstance(message.get('params', {}), dict) else {}
 		message_id = message.get('id', 0)
+		why = urls.refused_command(message)
+		if why is not None:
+			await self._client.send(_error(message_id, why, session=message.get('sessionId')))
+			return
 		if 'sessionId' in message:
 			if method in PAGE_COOKIES:
 				del message['sessionId']  # to the context's jar, not the default one
@@ -303,7 +316,14 @@ class PassthroughLink:
 		pump = asyncio.create_task(down(), name='cdp-passthrough-down')
 		try:
 			async for message in client:
-				await upstream.send(message if isinstance(message, str) else message.decode())
+				text = message if isinstance(message, str) else message.decode()
+				if any(m in text for m in _NAVIGATING):
+					command = json.loads(text)
+					why = urls.refused_command(command)
+					if why is not None:
+						await client.send(_error(command.get('id', 0), why, session=command.get('sessionId')))
+						continue
+				await upstream.send(text)
 		except ConnectionClosed:
 			pass
 		finally:
