@@ -32,6 +32,7 @@ logger = logging.getLogger('browser_use_mcp.cdp_pipe')
 CHILD_READ_FD = 3
 CHILD_WRITE_FD = 4
 _SESSION_TAIL = re.compile(r',"sessionId":"([0-9A-Za-z]+)"\}$')
+_CLIENT_SESSION_TAIL = re.compile(r',\s*"sessionId":\s*"([0-9A-Za-z]+)"\}$')
 _ATTACHED = '{"method":"Target.attachedToTarget"'
 _DETACHED = '{"method":"Target.detachedFromTarget"'
 # Client commands whose answer names a new session of the client's (flattened).
@@ -100,6 +101,10 @@ class Channel:
 	async def send(self, text: str) -> None:
 		if self.closed or self.mux.closed:
 			raise PipeClosed('the browser connection is closed')
+		tail = _CLIENT_SESSION_TAIL.search(text, max(0, len(text) - 80))
+		if tail is not None and self.mux.owners.get(tail.group(1)) is self and '"Target.attachTo' not in text:
+			self.mux.write(text)  # a command on one of its own page sessions (cdp-use puts sessionId last)
+			return
 		message = json.loads(text)
 		session = message.get('sessionId')
 		if session is None:
