@@ -378,7 +378,7 @@ class ContextRouter:
 	def _screen(self, connection: ServerConnection, request: Request) -> Response | None:
 		"""Before any handshake: a browser's request (it has an Origin) or an unknown path gets a bare 403/404."""
 		if request.headers.get('Origin') is not None or request.headers.get('Sec-Fetch-Site') is not None:
-			logger.warning('refused a CDP request that came from a web page (Origin %r)', request.headers.get('Origin', '')[:100])
+			logger.info('refused a CDP request that came from a web page (Origin %r)', request.headers.get('Origin', '')[:100])
 			return connection.respond(403, 'Forbidden\n')
 		if self._link(request.path) is None:
 			return connection.respond(404, 'Not Found\n')
