@@ -139,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
 		help=f'--isolation context: sessions per shared Chromium (default 16; env {_env("contexts_per_browser")})',
 	)
 	b.add_argument(
+		'--allow-browser-urls',
+		metavar='URLS',
+		help='browser-internal pages the tools may open anyway, comma-separated, e.g. chrome://version,about:version '
+		f'(default none; env {_env("allow_browser_urls")})',
+	)
+	b.add_argument(
 		'--cdp-url',
 		metavar='URL',
 		help='attach to a running browser (http://host:port of its --remote-debugging-port): the default session '
@@ -208,6 +214,9 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'isolation': ns.isolation,
 		'contexts_per_browser': ns.contexts_per_browser,
 		'cdp_url': ns.cdp_url,
+		'allow_browser_urls': tuple(u.strip() for u in ns.allow_browser_urls.split(',') if u.strip())
+		if ns.allow_browser_urls
+		else None,
 		'grid_url': ns.grid_url,
 		'grid_capabilities': _capabilities(ns.grid_capabilities),
 		'grid_timeout': ns.grid_timeout,

@@ -101,6 +101,7 @@ class ServerConfig:
 	fast_dom_capture: bool = True  # browser-use reads the page's trees in one round of CDP requests
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
+	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
 	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
 
@@ -183,6 +184,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'fast_dom_capture': (f'{ENV_PREFIX}FAST_DOM_CAPTURE', _truthy),
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
+	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
 }
@@ -309,6 +311,9 @@ def validate(config: ServerConfig) -> None:
 		problems.append('grid timeout must be > 0 seconds')
 	if config.grid_default_session not in ('grid', 'local'):
 		problems.append(f'grid default session must be grid or local, not {config.grid_default_session!r}')
+	from browser_use_mcp.urls import browser_url_problem
+
+	problems.extend(p for p in (browser_url_problem(u) for u in config.allow_browser_urls) if p)
 	if config.watchdog not in ('auto', 'on', 'off'):
 		problems.append(f'watchdog must be auto, on or off, not {config.watchdog!r}')
 	if not 0 <= config.dashboard_port < 65536:

@@ -144,16 +144,6 @@ def check_chromium_current(policy: str | None, installed: str | None = None) -> 
 	)
 
 
-def _devtools_product(cdp_url: str) -> str | None:
-	"""The running browser's own name for itself, over loopback, never through a proxy."""
-	opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-	try:
-		with opener.open(cdp_url + 'json/version', timeout=5) as response:
-			return json.loads(response.read().decode()).get('Browser')
-	except (OSError, ValueError):
-		return None
-
-
 def launch_fix(message: str, executable: str) -> str:
 	"""Turn Chromium's own complaint into the step most likely to fix it."""
 	text = message.lower()
@@ -220,10 +210,10 @@ async def check_launch(
 			return Check(name, 'fail', exc.message, launch_fix(exc.message, executable))
 		try:
 			ready = time.monotonic() - started
-			product = await asyncio.to_thread(_devtools_product, chromium.cdp_url) or 'browser'
+			product = chromium.product or 'browser'  # its own name for itself, read over the DevTools pipe
 		finally:
 			await chromium.kill()
-		return Check(name, 'ok', f'{product}, headless, DevTools ready in {ready:.1f} s')
+		return Check(name, 'ok', f'{product}, headless, DevTools ready over its pipe in {ready:.1f} s')
 	finally:
 		dirs.remove()
 
@@ -273,7 +263,7 @@ async def check_context_renderers(
 	off) is paid by every session for nothing."""
 	from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, build_profile, chromium_args
 	from browser_use_mcp.errors import BrowserStartFailed
-	from browser_use_mcp.providers.shared import CdpConnection, CdpError
+	from browser_use_mcp.providers.cdp_client import CdpConnection, CdpError
 
 	name = 'Renderers per session'
 	if not executable:
@@ -291,7 +281,7 @@ async def check_context_renderers(
 		except (BrowserStartFailed, ValueError) as exc:
 			return Check(name, 'skip', f'the browser did not start ({str(exc).splitlines()[0][:200]})')
 		try:
-			connection = await CdpConnection.open(chromium.ws_url or '')
+			connection = CdpConnection(await asyncio.wait_for(chromium.cdp.open_channel(), timeout))
 			try:
 				product = (await connection.send('Browser.getVersion')).get('product', 'the browser')
 				for target in (await connection.send('Target.getTargets')).get('targetInfos', []):

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 from uuid_extensions import uuid7str
 
-from browser_use_mcp import patches
+from browser_use_mcp import patches, urls
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import (
 	Owner,
@@ -319,6 +319,7 @@ class SessionRegistry:
 
 		config, state_dir = self.config, self._state_dir
 		assert state_dir is not None
+		urls.configure(config.allow_browser_urls)  # what our CDP endpoints let browser-use open
 		process = ProcessProvider(
 			find_chromium(config.executable_path),
 			owner=self.owner,

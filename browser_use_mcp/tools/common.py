@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from browser_use_mcp import urls
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
 from browser_use_mcp.patches import direct_state, internals
 from browser_use_mcp.tools.base import Image, Reply, as_json
@@ -63,10 +64,19 @@ def check_allowed(state: SessionState, url: str) -> None:
 		)
 
 
+def check_browser_page(state: SessionState, url: str) -> None:
+	"""Refuse the browser's own pages (chrome://…, about: other than blank) unless the operator allowed them."""
+	why = urls.refusal(url, state.config.allow_browser_urls)
+	if why is not None:
+		raise InvalidArgument(why)
+
+
 async def open_url(state: SessionState, url: str, new_tab: bool, action: str) -> None:
-	"""Every navigation a tool starts: refused up front when the configured domains forbid it."""
+	"""Every navigation a tool starts: refused up front when it is a page of the browser itself
+	(chrome://…) or the configured domains forbid it."""
 	from browser_use.browser.events import NavigateToUrlEvent
 
+	check_browser_page(state, url)
 	check_allowed(state, url)
 	await dispatch(state, NavigateToUrlEvent(url=url, new_tab=new_tab), action)
 
