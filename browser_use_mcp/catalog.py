@@ -20,7 +20,7 @@ from typing import Any
 
 from browser_use_mcp.errors import InvalidArgument, ToolError, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState
-from browser_use_mcp.tools import ALL_TOOLS
+from browser_use_mcp.tools import tools_for
 from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Hints, Reply, Tool
 from browser_use_mcp.tools.common import (
 	current_url,
@@ -106,7 +106,7 @@ class ToolInfo:
 class Catalog:
 	def __init__(self, sessions: SessionRegistry, tools: list[Tool] | None = None) -> None:
 		self.sessions = sessions
-		self._tools = {t.name: t for t in (tools or ALL_TOOLS)}
+		self._tools = {t.name: t for t in (tools if tools is not None else tools_for(sessions.config.tools))}
 		self._infos = [self._info(t) for t in self._tools.values()]
 
 	def _info(self, tool: Tool) -> ToolInfo:

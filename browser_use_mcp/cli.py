@@ -150,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
 		help='attach to a running browser (http://host:port of its --remote-debugging-port): the default session '
 		f'drives it, named sessions get contexts in it; it is never closed (env {_env("cdp_url")} or BROWSER_USE_CDP_URL)',
 	)
+	t = parser.add_argument_group('tools')
+	t.add_argument(
+		'--tools',
+		metavar='GROUPS',
+		help='which tool groups to offer, comma-separated: core (the default catalogue), interaction (select, hover, '
+		f'drag, wait_for), all (env {_env("tools")})',
+	)
 	g = parser.add_argument_group('selenium grid')
 	g.add_argument(
 		'--grid-url',
@@ -222,6 +229,7 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'grid_timeout': ns.grid_timeout,
 		'grid_default_session': ns.grid_default_session,
 		'log_level': ns.log_level,
+		'tools': tuple(g.strip() for g in ns.tools.split(',') if g.strip()) if ns.tools is not None else None,
 	}
 	return {k: v for k, v in values.items() if v is not None}
 

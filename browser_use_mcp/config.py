@@ -105,6 +105,9 @@ class ServerConfig:
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
 	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
 
+	# which tool groups tools/list offers (browser_use_mcp.tools.GROUPS): core | interaction | all
+	tools: tuple[str, ...] = ('core',)
+
 	# llm
 	llm: Mapping[str, Any] = field(default_factory=dict)
 
@@ -187,6 +190,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
+	'tools': (f'{ENV_PREFIX}TOOLS', _tokens),
 }
 
 
@@ -334,6 +338,14 @@ def validate(config: ServerConfig) -> None:
 		problems.append('max transport sessions must be >= 1')
 	if config.transport_session_idle <= 0:
 		problems.append('transport session idle time must be > 0 seconds')
+	from browser_use_mcp.tools import group_names
+
+	unknown_groups = [g for g in config.tools if g not in group_names()]
+	if unknown_groups or not config.tools:
+		problems.append(
+			f'unknown tool group {", ".join(map(repr, unknown_groups)) or "(none given)"}: --tools takes a comma-separated '
+			f'list of {", ".join(group_names())}'
+		)
 	if not 0 < config.port < 65536:
 		problems.append(f'port {config.port} is out of range')
 	if problems:

@@ -18,10 +18,10 @@ import pytest
 
 from browser_use_mcp import docgen, tools
 from browser_use_mcp.catalog import Catalog
-from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.config import ServerConfig, load_config
 from browser_use_mcp.server import build_server
 from browser_use_mcp.sessions import SessionRegistry, SessionState
-from browser_use_mcp.tools import ALL_TOOLS
+from browser_use_mcp.tools import ALL_TOOLS, tools_for
 from browser_use_mcp.tools.admin import ClosedCount
 from browser_use_mcp.tools.base import Call, Hints, NoArgs, Reply, tool
 
@@ -109,7 +109,14 @@ def test_session_id_is_optional_on_every_browser_tool(ours: dict) -> None:
 
 
 # Arguments this server adds to upstream's tools: optional, and when omitted the tool does what upstream's does.
-ADDED_ARGUMENTS = {'session_id', 'include_state', 'offset', 'max_chars'}  # all optional: upstream's calls still work
+ADDED_ARGUMENTS = {
+	'session_id',
+	'include_state',
+	'offset',
+	'max_chars',
+	'index',
+	'amount',
+}  # all optional: upstream's calls still work
 REPORTS_STATE = {
 	'browser_navigate',
 	'browser_click',
@@ -333,4 +340,48 @@ def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> Non
 
 def test_the_docs_read_the_annotations_back(advertised: dict[str, dict]) -> None:
 	back = {t.name: t.hints for t in docgen.from_mcp(types.Tool.model_validate(w) for w in advertised.values())}
-	assert back == {t.name: t.hints for t in ALL_TOOLS}
+	assert back == {t.name: t.hints for t in tools_for(('core',))}
+
+
+# -- tool groups (--tools) ------------------------------------------------------------------
+
+INTERACTION_TOOLS = ['browser_hover', 'browser_get_options', 'browser_select_option', 'browser_drag', 'browser_wait_for']
+
+
+def _listed(tmp_path: Path, *groups: str) -> dict[str, Any]:
+	catalog = Catalog(SessionRegistry(ServerConfig(state_dir=tmp_path / 'state', tools=groups)))
+	return {t.name: t for t in catalog.list()}
+
+
+def test_the_default_group_is_the_core_catalogue(tmp_path: Path) -> None:
+	assert list(_listed(tmp_path, 'core')) == TOOLS_LIST_ORDER
+	assert ServerConfig().tools == ('core',)
+
+
+def test_groups_add_their_families_in_catalogue_order(tmp_path: Path) -> None:
+	assert list(_listed(tmp_path, 'interaction')) == INTERACTION_TOOLS
+	assert list(_listed(tmp_path, 'all')) == TOOLS_LIST_ORDER + INTERACTION_TOOLS
+	assert list(_listed(tmp_path, 'interaction', 'core')) == TOOLS_LIST_ORDER + INTERACTION_TOOLS
+
+
+def test_the_interaction_tools_declare_their_hints_and_include_state(tmp_path: Path) -> None:
+	listed = _listed(tmp_path, 'interaction')
+	assert {n for n, t in listed.items() if t.read_only} == {'browser_get_options', 'browser_wait_for'}
+	assert {n for n, t in listed.items() if t.hints.destructive} == {'browser_select_option', 'browser_drag'}
+	offering = {n for n, t in listed.items() if 'include_state' in t.properties}
+	assert offering == {'browser_hover', 'browser_select_option', 'browser_drag'}
+	assert all(t.session_scoped for t in listed.values())
+
+
+@pytest.mark.parametrize(
+	('environ', 'flags'),
+	[({'BROWSER_USE_MCP_TOOLS': 'core,nope'}, {}), ({}, {'tools': ('interactions',)}), ({}, {'tools': ()})],
+)
+def test_an_unknown_group_stops_the_start_naming_the_valid_ones(environ: dict, flags: dict) -> None:
+	with pytest.raises(SystemExit, match='core, interaction, all'):
+		load_config(environ, browser_use=False, **flags)
+
+
+def test_groups_come_from_the_environment_and_flags() -> None:
+	assert load_config({'BROWSER_USE_MCP_TOOLS': 'core, interaction'}, browser_use=False).tools == ('core', 'interaction')
+	assert load_config({'BROWSER_USE_MCP_TOOLS': 'core'}, browser_use=False, tools=('all',)).tools == ('all',)

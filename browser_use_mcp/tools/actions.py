@@ -1,0 +1,479 @@
+"""More ways to act on the page: choose options, hover, drag, wait for something (the `interaction` group).
+
+Each acts on an element by its index from browser_get_state (checked like a click's, ``common.element``)
+or at viewport coordinates, through CDP on the element's own session: real mouse events
+(``Input.dispatchMouseEvent``) where the page must see a pointer, a function run on the element
+where a form control's value is set (with the input and change events a user's choice fires).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import weakref
+from typing import Any
+
+from pydantic import Field
+
+from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
+from browser_use_mcp.patches import internals
+from browser_use_mcp.sessions import SessionState
+from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
+from browser_use_mcp.tools.common import cdp_page, current_url, element, viewport_size
+
+logger = logging.getLogger('browser_use_mcp.tools')
+
+
+# -- running a function on an element -------------------------------------------------------
+
+
+async def call_on(state: SessionState, node: Any, function: str, *args: Any) -> Any:
+	"""Run ``function`` (JS, ``this`` is the element) in the element's own frame and return its
+	JSON value; a script error is raised."""
+	cdp = await state.browser_session.cdp_client_for_node(node)
+	send, session_id = cdp.cdp_client.send, cdp.session_id
+	resolved = await send.DOM.resolveNode(params={'backendNodeId': node.backend_node_id}, session_id=session_id)
+	object_id = resolved['object']['objectId']
+	try:
+		params = {
+			'functionDeclaration': function,
+			'objectId': object_id,
+			'arguments': [{'value': a} for a in args],
+			'returnByValue': True,
+		}
+		result = await send.Runtime.callFunctionOn(params=params, session_id=session_id)
+	finally:
+		with contextlib.suppress(Exception):
+			await send.Runtime.releaseObject(params={'objectId': object_id}, session_id=session_id)
+	details = result.get('exceptionDetails')
+	if details:
+		message = (details.get('exception') or {}).get('description') or details.get('text') or 'JavaScript exception'
+		raise BrowserActionFailed(f'The page refused the action: {message.splitlines()[0][:300]}')
+	return result.get('result', {}).get('value')
+
+
+DESCRIBE = """function() {
+	const role = this.getAttribute && this.getAttribute('role');
+	return '<' + this.tagName.toLowerCase() + (this.type && this.tagName === 'INPUT' ? ' type=' + this.type : '')
+		+ (role ? ' role=' + role : '') + '>';
+}"""
+
+
+# -- the pointer ---------------------------------------------------------------------------
+
+
+async def element_point(state: SessionState, node: Any, index: int) -> tuple[Any, float, float]:
+	"""Scroll the element into view and return (its CDP session, x, y): the centre of its part
+	inside the viewport, in the coordinates of that session's page."""
+	cdp = await state.browser_session.cdp_client_for_node(node)
+	send, session_id = cdp.cdp_client.send, cdp.session_id
+	backend = {'backendNodeId': node.backend_node_id}
+	with contextlib.suppress(Exception):  # an element that cannot scroll (fixed) may be in view anyway
+		await send.DOM.scrollIntoViewIfNeeded(params=backend, session_id=session_id)
+	try:
+		quads = (await send.DOM.getContentQuads(params=backend, session_id=session_id)).get('quads') or []
+	except Exception:
+		quads = []
+	metrics = await send.Page.getLayoutMetrics(session_id=session_id)
+	view = metrics.get('cssLayoutViewport') or {}
+	width, height = float(view.get('clientWidth') or 0), float(view.get('clientHeight') or 0)
+	for quad in quads:
+		xs, ys = quad[0::2], quad[1::2]
+		left, right = max(min(xs), 0.0), min(max(xs), width or max(xs))
+		top, bottom = max(min(ys), 0.0), min(max(ys), height or max(ys))
+		if right - left >= 1 and bottom - top >= 1:
+			return cdp, (left + right) / 2, (top + bottom) / 2
+	raise BrowserActionFailed(
+		f'Element {index} has no visible box to point at (hidden, zero-sized or outside the page). Nothing was done. '
+		'Call browser_get_state to see what is on the page now.'
+	)
+
+
+async def mouse(cdp: Any, kind: str, x: float, y: float, buttons: int = 0, button: str = 'none') -> None:
+	params: dict[str, Any] = {'type': kind, 'x': x, 'y': y, 'buttons': buttons, 'button': button}
+	if kind in ('mousePressed', 'mouseReleased'):
+		params['clickCount'] = 1
+	await cdp.cdp_client.send.Input.dispatchMouseEvent(params=params, session_id=cdp.session_id)
+
+
+class HoverArgs(Args):
+	index: int = Field(ge=0, description='Index of the element to move the mouse over, from browser_get_state.')
+	include_state: IncludeState = False
+
+
+@tool('Hover', destructive=False, idempotent=True, open_world=True)
+async def browser_hover(state: SessionState, args: HoverArgs, call: Call) -> str:
+	"""Move the mouse over an element of the session's current page (by index from browser_get_state), after
+	scrolling it into view: real mouse events, so CSS :hover menus, tooltips and mouseover handlers react.
+	Call browser_get_state (or pass include_state) to see what appeared."""
+	node = await element(state, args.index)
+	cdp, x, y = await element_point(state, node, args.index)
+	await mouse(cdp, 'mouseMoved', x, y)
+	return f'Hovering over element {args.index} at ({x:.0f}, {y:.0f})'
+
+
+# -- select ------------------------------------------------------------------------------
+
+OPTIONS = """function() {
+	const norm = (s) => (s || '').replace(/\\s+/g, ' ').trim();
+	if (this.tagName !== 'SELECT') return null;
+	return {multiple: this.multiple, disabled: this.disabled, options: [...this.options].slice(0, 500).map((o, i) => (
+		{index: i, value: o.value, label: norm(o.label), selected: o.selected,
+		disabled: o.disabled || (o.parentElement.tagName === 'OPTGROUP' && o.parentElement.disabled)}
+	)), total: this.options.length};
+}"""
+
+SELECT = """function(wanted, by) {
+	const norm = (s) => (s || '').replace(/\\s+/g, ' ').trim();
+	if (this.tagName !== 'SELECT') return {error: 'not_select'};
+	const opts = [...this.options];
+	const listed = () => opts.slice(0, 100).map((o) => ({value: o.value, label: norm(o.label)}));
+	const picked = [], missing = [];
+	for (const w of wanted) {
+		let o;
+		if (by === 'value') o = opts.find((o) => o.value === w);
+		else o = opts.find((o) => norm(o.label) === norm(w)) || opts.find((o) => norm(o.label).toLowerCase() === norm(w).toLowerCase());
+		if (o) { if (!picked.includes(o)) picked.push(o); } else missing.push(w);
+	}
+	if (missing.length) return {error: 'missing', missing, options: listed()};
+	if (picked.length > 1 && !this.multiple) return {error: 'single', options: listed()};
+	if (this.disabled) return {error: 'disabled_select'};
+	const off = picked.filter((o) => o.disabled || (o.parentElement.tagName === 'OPTGROUP' && o.parentElement.disabled));
+	if (off.length) return {error: 'disabled', disabled: off.map((o) => norm(o.label))};
+	if (this.multiple) for (const o of opts) o.selected = picked.includes(o);
+	else picked[0].selected = true;
+	this.dispatchEvent(new Event('input', {bubbles: true, composed: true}));
+	this.dispatchEvent(new Event('change', {bubbles: true}));
+	return {selected: [...this.selectedOptions].map((o) => ({value: o.value, label: norm(o.label)}))};
+}"""
+
+
+def _not_a_select(index: int, what: str, argument: str = 'index') -> InvalidArgument:
+	return InvalidArgument(
+		f'{argument}: element {index} is a {what}, not a <select>. Nothing was changed. Give the index of a <select> '
+		'element from browser_get_state; for other dropdowns click them open with browser_click, then click the option.'
+	)
+
+
+class GetOptionsArgs(Args):
+	index: int = Field(ge=0, description='Index of a <select> element, from browser_get_state.')
+
+
+@tool('List the options of a select', read_only=True, open_world=False)
+async def browser_get_options(state: SessionState, args: GetOptionsArgs, call: Call) -> str:
+	"""List the options of a <select> element of the session's current page (by index from browser_get_state):
+	JSON with multiple, and each option's value, label, selected and disabled. Pass a value or label to
+	browser_select_option to choose one."""
+	node = await element(state, args.index)
+	found = await call_on(state, node, OPTIONS)
+	if found is None:
+		raise _not_a_select(args.index, await call_on(state, node, DESCRIBE))
+	out = {'index': args.index, 'multiple': found['multiple'], 'disabled': found['disabled'], 'options': found['options']}
+	if found['total'] > len(found['options']):
+		out['note'] = f'the first {len(found["options"])} of {found["total"]} options'
+	return json.dumps(out, ensure_ascii=False)
+
+
+class SelectOptionArgs(Args):
+	index: int = Field(ge=0, description='Index of a <select> element, from browser_get_state.')
+	values: list[str] | None = Field(
+		None, description='The option values to select (their value attribute). Several only in a multi-select.'
+	)
+	labels: list[str] | None = Field(
+		None,
+		description='The option labels to select, as shown (white space and case are forgiven). Give values or labels.',
+	)
+	include_state: IncludeState = False
+
+
+# destructive: the field's choice is replaced; idempotent: the same choice again changes nothing
+@tool('Select an option', destructive=True, idempotent=True, open_world=True)
+async def browser_select_option(state: SessionState, args: SelectOptionArgs, call: Call) -> str:
+	"""Choose options of a <select> element of the session's current page (by index from browser_get_state), by
+	value or by label; in a multi-select exactly the options given end up selected. Fires the input and change
+	events a user's choice fires. browser_get_options lists the choices."""
+	if bool(args.values) == bool(args.labels):
+		raise InvalidArgument(
+			'values, labels: give exactly one of them, a non-empty list (browser_get_options lists the values and labels).'
+		)
+	wanted, by = (args.values, 'value') if args.values else (args.labels, 'label')
+	argument = 'values' if by == 'value' else 'labels'
+	node = await element(state, args.index)
+	result = await call_on(state, node, SELECT, wanted, by)
+	error = result.get('error') if isinstance(result, dict) else 'no answer'
+	if error == 'not_select':
+		raise _not_a_select(args.index, await call_on(state, node, DESCRIBE))
+	if error == 'missing':
+		options = ', '.join(f'{o["value"]!r} ({o["label"]!r})' for o in result['options'])
+		raise InvalidArgument(
+			f'{argument}: element {args.index} has no option with the {by} {", ".join(map(repr, result["missing"]))}. '
+			f'Nothing was changed. Its options (value (label)): {options}.'
+		)
+	if error == 'single':
+		raise InvalidArgument(
+			f'{argument}: element {args.index} is a single-choice <select>; give one {by}. Nothing was changed.'
+		)
+	if error == 'disabled_select':
+		raise BrowserActionFailed(f'Element {args.index} is a disabled <select>: it cannot be changed. Nothing was changed.')
+	if error == 'disabled':
+		raise BrowserActionFailed(
+			f'{argument}: option(s) {", ".join(map(repr, result["disabled"]))} of element {args.index} are disabled. '
+			'Nothing was changed.'
+		)
+	if error:
+		raise BrowserActionFailed(f'Selecting in element {args.index} failed: {error}')
+	chosen = ', '.join(f'{o["label"]!r} (value {o["value"]!r})' for o in result['selected']) or 'nothing'
+	return f'Selected {chosen} in element {args.index}'
+
+
+# -- drag ----------------------------------------------------------------------------------
+
+# An element the browser drags natively (HTML5 drag and drop) rather than a page's mouse handlers.
+DRAGGABLE = """function() {
+	const el = this.nodeType === 1 ? this : this.parentElement;
+	return !!(el && el.closest('[draggable="true"], a[href], img'));
+}"""
+DRAGGABLE_AT = """(p) => { const el = document.elementFromPoint(p.x, p.y);
+	return !!(el && el.closest('[draggable="true"], a[href], img')); }"""
+DRAG_STEPS = 8
+DRAG_START_WAIT = 0.3  # s for Chromium to report that a native drag began
+
+# per CDP client: the drag data of the drags Chromium intercepted, by CDP session
+_intercepted: weakref.WeakKeyDictionary[Any, dict[str | None, asyncio.Future[Any]]] = weakref.WeakKeyDictionary()
+
+
+def _watch_drags(client: Any) -> dict[str | None, asyncio.Future[Any]] | None:
+	"""Where Input.dragIntercepted events of ``client`` land; None when they cannot be watched."""
+	waiting = _intercepted.get(client)
+	if waiting is not None:
+		return waiting
+	waiting = {}
+
+	def on_drag(params: Any, session_id: str | None) -> None:
+		future = waiting.get(session_id)
+		if future is not None and not future.done():
+			future.set_result(params.get('data') if isinstance(params, dict) else None)
+
+	try:
+		internals.hook_cdp_event(client, 'Input.dragIntercepted', on_drag)
+	except internals.Unavailable as exc:
+		logger.info('native drags are not watched (%s): drags use mouse events only', exc)
+		return None
+	_intercepted[client] = waiting
+	return waiting
+
+
+class DragArgs(Args):
+	from_index: int | None = Field(None, ge=0, description='Index of the element to drag, from browser_get_state.')
+	to_index: int | None = Field(None, ge=0, description='Index of the element to drop it on, from browser_get_state.')
+	from_x: int | None = Field(None, ge=0, description='Or: where to start, in CSS pixels from the left of the viewport.')
+	from_y: int | None = Field(None, ge=0, description='Or: where to start, in CSS pixels from the top of the viewport.')
+	to_x: int | None = Field(None, ge=0, description='Or: where to drop, in CSS pixels from the left of the viewport.')
+	to_y: int | None = Field(None, ge=0, description='Or: where to drop, in CSS pixels from the top of the viewport.')
+	include_state: IncludeState = False
+
+
+def _end(index: int | None, x: int | None, y: int | None, which: str) -> None:
+	if index is not None and (x is not None or y is not None):
+		raise InvalidArgument(f'{which}_index and {which}_x/{which}_y: give the index or the coordinates, not both.')
+	if index is None and (x is None or y is None):
+		raise InvalidArgument(f'{which}_index: give it (from browser_get_state), or both {which}_x and {which}_y.')
+
+
+@tool('Drag and drop', destructive=True, idempotent=False, open_world=True)
+async def browser_drag(state: SessionState, args: DragArgs, call: Call) -> str:
+	"""Drag from one element (or point) of the session's current page and drop on another: a real mouse press,
+	moves and release, so sortable lists react; a native HTML5 drag (draggable elements, links, images) also
+	gets its dragenter, dragover and drop events. Give from_index and to_index from browser_get_state, or
+	viewport coordinates (from_x, from_y, to_x, to_y)."""
+	_end(args.from_index, args.from_x, args.from_y, 'from')
+	_end(args.to_index, args.to_x, args.to_y, 'to')
+	if args.from_index is not None and args.from_index == args.to_index:
+		raise InvalidArgument(f'to_index: element {args.to_index} cannot be dropped onto itself. Nothing was done.')
+	if args.from_index is None and (args.from_x, args.from_y) == (args.to_x, args.to_y):
+		raise InvalidArgument('to_x/to_y: the drop point is the start point; nothing would move. Nothing was done.')
+	if args.from_index is not None:
+		source = await element(state, args.from_index)
+		target = await element(state, args.to_index) if args.to_index is not None else None
+		cdp, x0, y0 = await element_point(state, source, args.from_index)
+		native = bool(await call_on(state, source, DRAGGABLE))
+	else:
+		target = await element(state, args.to_index) if args.to_index is not None else None
+		cdp = await cdp_page(state)
+		x0, y0 = float(args.from_x), float(args.from_y)
+		native = bool(await _evaluate_in(cdp, f'({DRAGGABLE_AT})({json.dumps({"x": x0, "y": y0})})'))
+	if target is not None:
+		to_cdp, x1, y1 = await element_point(state, target, args.to_index)
+		if to_cdp.session_id != cdp.session_id:
+			raise InvalidArgument('to_index: the drop target is in another frame than the dragged element; not supported.')
+		if args.from_index is not None:  # scrolling to the target may have moved the source
+			cdp, x0, y0 = await element_point(state, source, args.from_index)
+	else:
+		x1, y1 = float(args.to_x), float(args.to_y)
+	width, height = await viewport_size(state)
+	for name, (px, py) in (('from', (x0, y0)), ('to', (x1, y1))):
+		if width and height and not (0 <= px < width and 0 <= py < height):
+			raise InvalidArgument(
+				f'{name}: the point ({px:.0f}, {py:.0f}) is outside the {width}x{height} viewport; the two ends must be '
+				'visible together. Scroll first, or use a larger window.'
+			)
+	how = await _drag(cdp, (x0, y0), (x1, y1), native)
+	what = f'element {args.from_index}' if args.from_index is not None else f'({x0:.0f}, {y0:.0f})'
+	onto = f'element {args.to_index}' if args.to_index is not None else f'({x1:.0f}, {y1:.0f})'
+	return f'Dragged {what} onto {onto} ({how})'
+
+
+async def _evaluate_in(cdp: Any, expression: str) -> Any:
+	result = await cdp.cdp_client.send.Runtime.evaluate(
+		params={'expression': expression, 'returnByValue': True}, session_id=cdp.session_id
+	)
+	return result.get('result', {}).get('value')
+
+
+async def _drag(cdp: Any, start: tuple[float, float], end: tuple[float, float], native: bool) -> str:
+	send, session_id = cdp.cdp_client.send, cdp.session_id
+	waiting = _watch_drags(cdp.cdp_client) if native else None
+	intercepting = waiting is not None
+	drag_data: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+	if intercepting:
+		waiting[session_id] = drag_data
+		await send.Input.setInterceptDrags(params={'enabled': True}, session_id=session_id)
+	(x0, y0), (x1, y1) = start, end
+	pressed = False
+	try:
+		await mouse(cdp, 'mouseMoved', x0, y0)
+		await mouse(cdp, 'mousePressed', x0, y0, buttons=1, button='left')
+		pressed = True
+		for step in range(1, DRAG_STEPS + 1):
+			t = step / DRAG_STEPS
+			await mouse(cdp, 'mouseMoved', x0 + (x1 - x0) * t, y0 + (y1 - y0) * t, buttons=1, button='left')
+			if intercepting and step == 1:  # past the drag threshold: a native drag starts now, or never
+				with contextlib.suppress(TimeoutError):
+					await asyncio.wait_for(asyncio.shield(drag_data), DRAG_START_WAIT)
+				if drag_data.done():
+					break
+		if drag_data.done():
+			data = drag_data.result() or {'items': [], 'dragOperationsMask': 1}
+			for kind in ('dragEnter', 'dragOver', 'drop'):
+				params = {'type': kind, 'x': x1, 'y': y1, 'data': data}
+				await send.Input.dispatchDragEvent(params=params, session_id=session_id)
+			await mouse(cdp, 'mouseReleased', x1, y1, button='left')
+			return 'native drag and drop'
+		await mouse(cdp, 'mouseReleased', x1, y1, button='left')
+		pressed = False
+		return 'mouse press, moves and release'
+	finally:
+		if pressed and not drag_data.done():
+			with contextlib.suppress(Exception):
+				await mouse(cdp, 'mouseReleased', x1, y1, button='left')
+		if intercepting:
+			waiting.pop(session_id, None)
+			with contextlib.suppress(Exception):
+				await send.Input.setInterceptDrags(params={'enabled': False}, session_id=session_id)
+
+
+# -- wait ----------------------------------------------------------------------------------
+
+MAX_WAIT_MS = 30_000
+
+# Resolves as soon as every given condition holds (checked on each DOM change, at most once per task,
+# and every 100 ms for what changes without one), or with what is still unmet when time is up.
+WAIT = """(c) => new Promise((resolve) => {
+	const unmet = () => {
+		const out = [];
+		const text = document.body ? document.body.innerText : '';
+		if (c.text !== null && !text.includes(c.text)) out.push('text');
+		if (c.text_gone !== null && text.includes(c.text_gone)) out.push('text_gone');
+		if (c.selector !== null) {
+			const el = document.querySelector(c.selector);
+			if (!el || !el.getClientRects().length) out.push('selector');
+		}
+		if (c.url !== null && !location.href.includes(c.url)) out.push('url');
+		return out;
+	};
+	let queued = false, obs = null, poll = null, limit = null;
+	const done = (value) => { if (obs) obs.disconnect(); clearInterval(poll); clearTimeout(limit); resolve(value); };
+	const check = () => { queued = false; if (!unmet().length) done({met: true}); };
+	if (!unmet().length) return resolve({met: true});
+	obs = new MutationObserver(() => { if (!queued) { queued = true; setTimeout(check, 0); } });
+	obs.observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+	poll = setInterval(check, 100);
+	limit = setTimeout(() => done({met: false, unmet: unmet(), url: location.href}), c.ms);
+})"""
+
+
+class WaitForArgs(Args):
+	text: str | None = Field(None, min_length=1, description='Wait until this text is shown on the page.')
+	text_gone: str | None = Field(None, min_length=1, description='Wait until this text is no longer shown on the page.')
+	selector: str | None = Field(
+		None, min_length=1, description='Wait until an element matching this CSS selector is on the page and rendered.'
+	)
+	url: str | None = Field(None, min_length=1, description="Wait until the page's URL contains this.")
+	timeout_ms: int = Field(
+		5000, description=f'Give up after this many milliseconds (0 to {MAX_WAIT_MS}): an error says what never happened.'
+	)
+
+
+@tool('Wait for a condition', read_only=True, open_world=False)
+async def browser_wait_for(state: SessionState, args: WaitForArgs, call: Call) -> str:
+	"""Wait until the session's current page shows a text, stops showing one, has an element matching a CSS
+	selector, or has a URL containing a string (all the conditions given), and return as soon as it does; an
+	error names what did not happen within timeout_ms."""
+	conditions = {'text': args.text, 'text_gone': args.text_gone, 'selector': args.selector, 'url': args.url}
+	given = {k: v for k, v in conditions.items() if v is not None}
+	if not given:
+		raise InvalidArgument('text, text_gone, selector, url: give at least one condition to wait for.')
+	if not 0 <= args.timeout_ms <= MAX_WAIT_MS:
+		raise InvalidArgument(f'timeout_ms: {args.timeout_ms} is outside 0 to {MAX_WAIT_MS} milliseconds.')
+	if args.selector is not None:
+		cdp = await cdp_page(state)
+		probe = f'(() => {{ try {{ document.createDocumentFragment().querySelector({json.dumps(args.selector)}); return null; }} catch (e) {{ return String(e.message); }} }})()'
+		bad = await _evaluate_in(cdp, probe)
+		if bad:
+			raise InvalidArgument(f'selector: {args.selector!r} is not a valid CSS selector ({bad}).')
+	loop = asyncio.get_running_loop()
+	started = loop.time()
+	end = started + args.timeout_ms / 1000
+	outcome: Any = None
+	while True:
+		remaining = max(0, int((end - loop.time()) * 1000))
+		expression = f'({WAIT})({json.dumps({**conditions, "ms": remaining})})'
+		try:
+			cdp = await cdp_page(state)
+			answer = await asyncio.wait_for(
+				cdp.cdp_client.send.Runtime.evaluate(
+					params={'expression': expression, 'returnByValue': True, 'awaitPromise': True}, session_id=cdp.session_id
+				),
+				remaining / 1000 + 5,
+			)
+			outcome = answer.get('result', {}).get('value')
+		except TimeoutError:
+			outcome = None
+		except Exception as exc:  # the page navigated away (its context is gone): check the new one
+			logger.debug('wait_for: the page changed while waiting (%s); checking again', str(exc)[:200])
+			outcome = None
+		if isinstance(outcome, dict) and outcome.get('met'):
+			took = (loop.time() - started) * 1000
+			return f'Waited {took:.0f} ms: {_conditions(given)}'
+		if loop.time() >= end:
+			break
+		await asyncio.sleep(0.05)
+	unmet = (outcome or {}).get('unmet') if isinstance(outcome, dict) else None
+	missed = {k: given[k] for k in (unmet or given) if k in given}
+	url = outcome.get('url') if isinstance(outcome, dict) else None
+	raise BrowserActionFailed(
+		f'Timed out after {args.timeout_ms} ms waiting for {_conditions(missed, negate=True)} '
+		f'(page: {url or await current_url(state)}). Check the page with browser_get_state, or wait longer.'
+	)
+
+
+def _conditions(given: dict[str, str], negate: bool = False) -> str:
+	words = {
+		'text': ('text {!r} is shown', 'text {!r} to appear'),
+		'text_gone': ('text {!r} is gone', 'text {!r} to disappear'),
+		'selector': ('selector {!r} matches a rendered element', 'selector {!r} to match a rendered element'),
+		'url': ('the URL contains {!r}', 'the URL to contain {!r}'),
+	}
+	return ' and '.join(words[k][negate].format(v) for k, v in given.items())

@@ -1,0 +1,226 @@
+"""The interaction group (select, hover, drag, wait_for), element scrolling, date fields and tool groups,
+through a real server (both isolation modes) on pages served from 127.0.0.1; every check reads the
+page's own state back with browser_evaluate."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from tests.support import Background, Mcp, isolation_modes, running_server
+
+isolation = isolation_modes()  # both: a Chromium per session, and contexts of a shared one
+
+PAGES = {
+	'/hover': """<style>#menu .sub{display:none} #menu:hover .sub{display:block} #menu{width:220px;padding:8px}</style>
+<div id="menu" role="button" tabindex="0">Menu<div class="sub"><a href="#x" id="subitem">Sub item</a></div></div>
+<button id="over" onmouseover="this.dataset.over='yes'">Hover target</button>
+<div style="height:2000px"></div>
+<button id="far" onmouseenter="this.dataset.over='yes'">Far target</button>""",
+	'/drag': """<style>li{height:30px;width:200px;margin:4px;background:#ddd;cursor:move;list-style:none}
+#src,#zone{width:150px;height:60px;margin:10px;background:#cde}</style>
+<ul id="list"><li role="button" tabindex="0">Alpha</li><li role="button" tabindex="0">Beta</li>
+<li role="button" tabindex="0">Gamma</li></ul>
+<div id="src" draggable="true" role="button" tabindex="0">Drag source</div>
+<div id="zone" role="button" tabindex="0">Drop zone</div>
+<script>
+let held = null;
+const list = document.getElementById('list');
+list.addEventListener('mousedown', (e) => { held = e.target.closest('li'); });
+document.addEventListener('mouseup', (e) => {
+	if (!held) return;
+	const over = document.elementFromPoint(e.clientX, e.clientY);
+	const li = over && over.closest('li');
+	if (li && li !== held) list.insertBefore(held, li.nextSibling);
+	held = null;
+});
+const src = document.getElementById('src'), zone = document.getElementById('zone');
+src.addEventListener('dragstart', (e) => e.dataTransfer.setData('text/plain', 'payload-42'));
+zone.addEventListener('dragover', (e) => e.preventDefault());
+zone.addEventListener('drop', (e) => { e.preventDefault(); zone.textContent = 'dropped ' + e.dataTransfer.getData('text/plain'); });
+</script>""",
+	'/select': """<select id="single"><option value="">Choose</option><option value="r">Red</option>
+<option value="g">Green</option><option value="b" disabled>Blue</option></select>
+<select id="multi" multiple size="4"><option value="1">One</option><option value="2" selected>Two</option>
+<option value="3">Three</option></select>
+<button id="plain" onclick="this.dataset.clicked='yes'">Plain button</button>
+<script>window.events = [];
+for (const s of document.querySelectorAll('select')) for (const kind of ['input', 'change'])
+	s.addEventListener(kind, () => window.events.push(s.id + ':' + kind));</script>""",
+	'/scroll': """<div id="box" style="height:120px;width:300px;overflow:auto;border:1px solid">"""
+	+ ''.join(f'<button style="display:block;height:30px">Row {i}</button>' for i in range(30))
+	+ """</div><div style="height:3000px">tall page</div>""",
+	'/wait': """<p id="status">Loading...</p><script>setTimeout(() => {
+	document.getElementById('status').remove();
+	const p = document.createElement('p'); p.id = 'late'; p.textContent = 'Loaded late'; document.body.appendChild(p);
+}, 500);</script>""",
+	'/dates': """<input id="d" type="date"> <input id="t" type="time"> <input id="dt" type="datetime-local">
+<input id="m" type="month"> <input id="w" type="week"> <input id="text" type="text" placeholder="plain">
+<script>window.changes = []; for (const i of document.querySelectorAll('input'))
+	i.addEventListener('change', () => window.changes.push(i.id));</script>""",
+}
+
+
+class _Pages(BaseHTTPRequestHandler):
+	def log_message(self, *args: object) -> None:
+		pass
+
+	def do_GET(self) -> None:  # noqa: N802
+		body = PAGES.get(self.path.split('?')[0])
+		data = f'<!doctype html><html><head><meta charset="utf-8"><title>{self.path}</title></head><body>{body}</body></html>'
+		self.send_response(200 if body is not None else 404)
+		self.send_header('Content-Type', 'text/html; charset=utf-8')
+		self.send_header('Cache-Control', 'no-store')
+		self.end_headers()
+		self.wfile.write(data.encode())
+
+
+@pytest.fixture(scope='module')
+def pages() -> Iterator[str]:
+	server = ThreadingHTTPServer(('127.0.0.1', 0), _Pages)
+	threading.Thread(target=server.serve_forever, daemon=True).start()
+	yield f'http://127.0.0.1:{server.server_address[1]}'
+	server.shutdown()
+	server.server_close()
+
+
+@pytest.fixture(scope='module')
+async def mcp(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> AsyncIterator[Mcp]:
+	async with Background(running_server(tmp_path_factory.mktemp('actions-home'), '--tools', 'all')) as server:
+		yield server
+
+
+SID = 'actions-test'
+
+
+async def open_page(mcp: Mcp, url: str) -> dict[str, Any]:
+	await mcp.ok('browser_navigate', session_id=SID, url=url)
+	return await mcp.page_state(SID)
+
+
+def index_of(state: dict[str, Any], text: str = '', tag: str | None = None, nth: int = 0) -> int:
+	found = [e['index'] for e in state['interactive_elements'] if text in e['text'] and (tag is None or e['tag'] == tag)]
+	assert len(found) > nth, f'no element {tag or ""} {text!r} in {state["interactive_elements"]}'
+	return found[nth]
+
+
+async def js(mcp: Mcp, expression: str) -> Any:
+	return (await mcp.ok('browser_evaluate', session_id=SID, expression=expression)).structured['result']
+
+
+async def test_tool_groups_choose_what_is_listed(mcp: Mcp) -> None:
+	names = {t.name for t in (await mcp.client.list_tools()).tools}
+	assert {'browser_hover', 'browser_select_option', 'browser_get_options', 'browser_drag', 'browser_wait_for'} <= names
+	assert 'browser_navigate' in names
+
+
+async def test_select_one_and_many_fires_input_and_change(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/select')
+	single, multi = index_of(state, tag='select'), index_of(state, tag='select', nth=1)
+	listed = (await mcp.ok('browser_get_options', session_id=SID, index=single)).json()
+	assert [(o['value'], o['label'], o['disabled']) for o in listed['options']][:3] == [
+		('', 'Choose', False),
+		('r', 'Red', False),
+		('g', 'Green', False),
+	]
+	assert listed['multiple'] is False and listed['options'][3]['disabled'] is True
+	done = await mcp.ok('browser_select_option', session_id=SID, index=single, labels=['green'])
+	assert 'Green' in done.text
+	assert await js(mcp, 'document.getElementById("single").value') == 'g'
+	await mcp.ok('browser_select_option', session_id=SID, index=multi, values=['1', '3'])
+	assert await js(mcp, '[...document.getElementById("multi").selectedOptions].map(o => o.value)') == ['1', '3']
+	assert await js(mcp, 'window.events') == ['single:input', 'single:change', 'multi:input', 'multi:change']
+
+
+async def test_select_refuses_bad_input_and_changes_nothing(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/select')
+	single, button = index_of(state, tag='select'), index_of(state, 'Plain button')
+	for arguments, words in [
+		({'index': button, 'values': ['r']}, ['index', '<button>', 'not a <select>']),
+		({'index': single, 'values': ['nope']}, ['values', "'nope'", "'r' ('Red')"]),
+		({'index': single, 'values': ['r', 'g']}, ['single-choice']),
+		({'index': single, 'values': ['b']}, ['disabled']),
+		({'index': single}, ['values, labels']),
+		({'index': single, 'values': ['r'], 'labels': ['Red']}, ['exactly one']),
+	]:
+		result = await mcp.call('browser_select_option', session_id=SID, **arguments)
+		assert result.is_error, arguments
+		for word in words:
+			assert word in result.text, (arguments, result.text)
+	assert await js(mcp, '[document.getElementById("single").value, window.events.length]') == ['', 0]
+	refused = await mcp.call('browser_get_options', session_id=SID, index=button)
+	assert refused.is_error and 'not a <select>' in refused.text
+
+
+async def test_hover_opens_css_menus_and_fires_mouseover(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/hover')
+	await mcp.ok('browser_hover', session_id=SID, index=index_of(state, 'Menu'))
+	assert await js(mcp, 'getComputedStyle(document.querySelector("#menu .sub")).display') == 'block'
+	await mcp.ok('browser_hover', session_id=SID, index=index_of(state, 'Hover target'))
+	assert await js(mcp, 'document.getElementById("over").dataset.over') == 'yes'
+	assert await js(mcp, 'getComputedStyle(document.querySelector("#menu .sub")).display') == 'none'
+	far = [e['index'] for e in state['interactive_elements'] if 'Far target' in e['text']]
+	if far:  # below the fold: scrolled into view first
+		await mcp.ok('browser_hover', session_id=SID, index=far[0])
+		assert await js(mcp, '[document.getElementById("far").dataset.over, window.scrollY > 0]') == ['yes', True]
+
+
+async def test_drag_reorders_a_mouse_sortable_list(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/drag')
+	alpha, gamma = index_of(state, 'Alpha', 'li'), index_of(state, 'Gamma', 'li')
+	done = await mcp.ok('browser_drag', session_id=SID, from_index=alpha, to_index=gamma)
+	assert 'mouse' in done.text
+	assert await js(mcp, '[...document.querySelectorAll("li")].map(li => li.textContent)') == ['Beta', 'Gamma', 'Alpha']
+
+
+async def test_drag_drops_on_an_html5_drop_zone(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/drag')
+	done = await mcp.ok(
+		'browser_drag', session_id=SID, from_index=index_of(state, 'Drag source'), to_index=index_of(state, 'Drop zone')
+	)
+	assert 'native' in done.text
+	assert await js(mcp, 'document.getElementById("zone").textContent') == 'dropped payload-42'
+
+
+async def test_drag_by_coordinates_and_refusals(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/drag')
+	alpha = index_of(state, 'Alpha', 'li')
+	refused = await mcp.call('browser_drag', session_id=SID, from_index=alpha, to_index=alpha)
+	assert refused.is_error and 'to_index' in refused.text and 'itself' in refused.text
+	missing = await mcp.call('browser_drag', session_id=SID, from_index=alpha)
+	assert missing.is_error and 'to_index' in missing.text
+	boxes = await js(
+		mcp,
+		'[...document.querySelectorAll("li")].map(li => { const r = li.getBoundingClientRect(); return [r.x + 20, r.y + 10]; })',
+	)
+	assert await js(mcp, '[...document.querySelectorAll("li")].map(li => li.textContent)') == ['Alpha', 'Beta', 'Gamma']
+	(ax, ay), _, (gx, gy) = boxes
+	await mcp.ok('browser_drag', session_id=SID, from_x=int(ax), from_y=int(ay), to_x=int(gx), to_y=int(gy))
+	assert await js(mcp, '[...document.querySelectorAll("li")].map(li => li.textContent)') == ['Beta', 'Gamma', 'Alpha']
+
+
+async def test_wait_for_returns_as_soon_as_the_page_changes(mcp: Mcp, pages: str) -> None:
+	await mcp.ok('browser_navigate', session_id=SID, url=f'{pages}/wait')
+	done = await mcp.ok('browser_wait_for', session_id=SID, text='Loaded late', text_gone='Loading', timeout_ms=10000)
+	waited = int(done.text.split()[1])
+	assert waited < 3000, done.text
+	assert await js(mcp, 'document.getElementById("late").textContent') == 'Loaded late'
+	await mcp.ok('browser_wait_for', session_id=SID, selector='#late', url='/wait', timeout_ms=1000)
+
+
+async def test_wait_for_times_out_and_refuses_bad_arguments(mcp: Mcp, pages: str) -> None:
+	await mcp.ok('browser_navigate', session_id=SID, url=f'{pages}/wait')
+	late = await mcp.call('browser_wait_for', session_id=SID, text='never shown', timeout_ms=300)
+	assert late.is_error and "'never shown'" in late.text and '300 ms' in late.text
+	for arguments, word in [
+		({}, 'at least one condition'),
+		({'text': 'x', 'timeout_ms': -1}, 'timeout_ms'),
+		({'text': 'x', 'timeout_ms': 10**6}, 'timeout_ms'),
+		({'selector': 'a[', 'timeout_ms': 100}, 'not a valid CSS selector'),
+	]:
+		result = await mcp.call('browser_wait_for', session_id=SID, **arguments)
+		assert result.is_error and word in result.text, (arguments, result.text)
