@@ -156,6 +156,14 @@ async def test_select_refuses_bad_input_and_changes_nothing(mcp: Mcp, pages: str
 	assert refused.is_error and 'not a <select>' in refused.text
 
 
+async def test_clicking_a_select_names_the_tools_that_work(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/select')
+	result = await mcp.call('browser_click', session_id=SID, index=index_of(state, tag='select'))
+	assert result.is_error
+	assert 'browser_get_options' in result.text and 'browser_select_option' in result.text
+	assert 'dropdown_options' not in result.text
+
+
 async def test_hover_opens_css_menus_and_fires_mouseover(mcp: Mcp, pages: str) -> None:
 	state = await open_page(mcp, f'{pages}/hover')
 	await mcp.ok('browser_hover', session_id=SID, index=index_of(state, 'Menu'))

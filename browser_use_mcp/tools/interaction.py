@@ -28,9 +28,18 @@ class ClickArgs(Args):
 	include_state: IncludeState = False
 
 
-def _check_click(result: object) -> None:
-	if isinstance(result, dict) and result.get('validation_error'):
-		raise BrowserActionFailed(f'Click refused: {result["validation_error"]}')
+def _check_click(state: SessionState, result: object, index: int | None = None) -> None:
+	if not (isinstance(result, dict) and result.get('validation_error')):
+		return
+	why = str(result['validation_error'])
+	if '<select>' in why:  # browser-use names its own action (dropdown_options), which this server has not
+		which = f'element {index} is' if index is not None else 'the element at those coordinates is'
+		arg = f'index: {index}' if index is not None else 'index'
+		fix = f'browser_get_options{{{arg}}} lists its options; browser_select_option{{{arg}, values or labels}} chooses'
+		if 'interaction' not in state.config.tools and 'all' not in state.config.tools:
+			fix += ' (this server offers them when started with --tools core,interaction or --tools all)'
+		raise BrowserActionFailed(f'Click refused: {which} a <select>, which a click cannot choose from. {fix}.')
+	raise BrowserActionFailed(f'Click refused: {why}')
 
 
 @tool('Click', destructive=True, idempotent=False, open_world=True)
@@ -50,7 +59,7 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 				'Scroll the target into view, then use coordinates inside the viewport (browser_get_state shows its size).'
 			)
 		event = ClickCoordinateEvent(coordinate_x=args.coordinate_x, coordinate_y=args.coordinate_y)
-		_check_click(await dispatch(state, event, 'Click'))
+		_check_click(state, await dispatch(state, event, 'Click'))
 		return f'Clicked at coordinates ({args.coordinate_x}, {args.coordinate_y})'
 	if args.index is None:
 		raise InvalidArgument('Provide either index (from browser_get_state) or both coordinate_x and coordinate_y.')
@@ -62,9 +71,9 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 			target = urljoin(await current_url(state), href)
 			await open_url(state, target, True, f'Opening {target}')
 			return f'Clicked element {args.index} and opened in new tab {target[:20]}...'
-		_check_click(await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}'))
+		_check_click(state, await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}'), args.index)
 		return f'Clicked element {args.index} (new tab not supported for non-link elements)'
-	_check_click(await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}'))
+	_check_click(state, await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}'), args.index)
 	return f'Clicked element {args.index}'
 
 
