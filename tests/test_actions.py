@@ -232,3 +232,15 @@ async def test_wait_for_times_out_and_refuses_bad_arguments(mcp: Mcp, pages: str
 	]:
 		result = await mcp.call('browser_wait_for', session_id=SID, **arguments)
 		assert result.is_error and word in result.text, (arguments, result.text)
+
+
+async def test_scroll_with_an_index_scrolls_its_container_only(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/scroll')
+	row = index_of(state, 'Row 1')
+	done = await mcp.ok('browser_scroll', session_id=SID, index=row, direction='down', amount=200)
+	assert 'div#box' in done.text
+	assert await js(mcp, '[document.getElementById("box").scrollTop, window.scrollY]') == [200, 0]
+	await mcp.ok('browser_scroll', session_id=SID, index=row, direction='up', amount=50)
+	assert await js(mcp, 'document.getElementById("box").scrollTop') == 150
+	await mcp.ok('browser_scroll', session_id=SID, direction='down')  # no index: the page, as before
+	assert await js(mcp, '[document.getElementById("box").scrollTop, window.scrollY > 0]') == [150, True]

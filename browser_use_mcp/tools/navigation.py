@@ -9,8 +9,9 @@ from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
+from browser_use_mcp.tools.actions import call_on
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import check_browser_page, dispatch, open_url
+from browser_use_mcp.tools.common import check_browser_page, dispatch, element, open_url
 
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
 
@@ -58,13 +59,58 @@ async def browser_go_back(state: SessionState, args: GoBackArgs, call: Call) -> 
 
 class ScrollArgs(Args):
 	direction: Literal['up', 'down'] = Field('down', description='Which way to scroll.')
+	index: int | None = Field(
+		None,
+		ge=0,
+		description='Index of an element from browser_get_state: scroll it, or its nearest scrollable ancestor (a list, '
+		'a panel), instead of the page.',
+	)
+	amount: int | None = Field(None, ge=1, le=100_000, description='How far to scroll, in CSS pixels (default 500).')
 	include_state: IncludeState = False
+
+
+DEFAULT_SCROLL = 500
+
+# The element itself or its nearest ancestor that scrolls vertically (crossing shadow roots), or the
+# page's own scroller when none does; scrolled at once, whatever the page's scroll-behavior.
+SCROLL_ELEMENT = """function(dy) {
+	const scrolls = (el) => {
+		const s = getComputedStyle(el);
+		return /(auto|scroll|overlay)/.test(s.overflowY) && el.scrollHeight > el.clientHeight;
+	};
+	let el = this.nodeType === 1 ? this : this.parentElement;
+	while (el && !scrolls(el)) el = el.parentElement || (el.getRootNode().host || null);
+	const doc = this.ownerDocument;
+	const page = !el || el === doc.documentElement || el === doc.body;
+	if (page) el = doc.scrollingElement || doc.documentElement;
+	const before = el.scrollTop;
+	el.scrollBy({top: dy, behavior: 'instant'});
+	const name = el.tagName.toLowerCase() + (el.id ? '#' + el.id : '');
+	return {page, name, before: Math.round(before), after: Math.round(el.scrollTop),
+		max: Math.round(el.scrollHeight - el.clientHeight)};
+}"""
 
 
 @tool('Scroll the page', destructive=False, idempotent=False, open_world=False)
 async def browser_scroll(state: SessionState, args: ScrollArgs, call: Call) -> str:
-	"""Scroll the current page by about one screen (500 px) up or down."""
+	"""Scroll the current page by about one screen (500 px, or amount) up or down; with index, scroll that
+	element or its nearest scrollable ancestor instead (a list or panel with its own scroll bar)."""
 	from browser_use.browser.events import ScrollEvent
 
-	await dispatch(state, ScrollEvent(direction=args.direction, amount=500), 'Scrolling')
-	return f'Scrolled {args.direction}'
+	amount = args.amount or DEFAULT_SCROLL
+	if args.index is None:
+		await dispatch(state, ScrollEvent(direction=args.direction, amount=amount), 'Scrolling')
+		return f'Scrolled {args.direction}'
+	node = await element(state, args.index)
+	moved = await call_on(state, node, SCROLL_ELEMENT, amount if args.direction == 'down' else -amount)
+	where = 'the page' if moved['page'] else f'<{moved["name"]}>'
+	if moved['after'] == moved['before']:
+		end = 'bottom' if args.direction == 'down' else 'top'
+		return (
+			f'Nothing scrolled: {where} (the scrollable container of element {args.index}) is already at its {end} '
+			f'(scrollTop {moved["after"]} of {moved["max"]}).'
+		)
+	return (
+		f'Scrolled {where} (the scrollable container of element {args.index}) {args.direction} by '
+		f'{abs(moved["after"] - moved["before"])} px: scrollTop {moved["after"]} of {moved["max"]}'
+	)
