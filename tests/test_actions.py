@@ -244,3 +244,32 @@ async def test_scroll_with_an_index_scrolls_its_container_only(mcp: Mcp, pages: 
 	assert await js(mcp, 'document.getElementById("box").scrollTop') == 150
 	await mcp.ok('browser_scroll', session_id=SID, direction='down')  # no index: the page, as before
 	assert await js(mcp, '[document.getElementById("box").scrollTop, window.scrollY > 0]') == [150, True]
+
+
+async def test_typing_into_date_fields_sets_their_iso_value_or_says_the_form(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/dates')
+	inputs = [e['index'] for e in state['interactive_elements'] if e['tag'] == 'input']
+	d, t, dt, m, w, text = inputs
+	for index, typed, expected in [
+		(d, '2011-01-06', '2011-01-06'),
+		(d, '6 Jan 2011', '2011-01-06'),
+		(d, '13/01/2011', '2011-01-13'),
+		(t, '3:45 PM', '15:45'),
+		(dt, '2011-01-06 15:45', '2011-01-06T15:45'),
+		(m, 'Jan 2011', '2011-01'),
+		(w, '2011-W01', '2011-W01'),
+	]:
+		await mcp.ok('browser_type', session_id=SID, index=index, text=typed)
+		value = await js(mcp, f'document.querySelectorAll("input")[{inputs.index(index)}].value')
+		assert value == expected, (typed, value)
+	ambiguous = await mcp.call('browser_type', session_id=SID, index=d, text='01/06/2011')
+	assert ambiguous.is_error and 'YYYY-MM-DD' in ambiguous.text
+	nonsense = await mcp.call('browser_type', session_id=SID, index=d, text='soon')
+	assert nonsense.is_error and 'YYYY-MM-DD' in nonsense.text
+	assert await js(mcp, 'document.getElementById("d").value') == '2011-01-13'  # unchanged by the refusals
+	assert 'd' in await js(mcp, 'window.changes')
+	# browser_send_keys already takes combinations: select all, then delete
+	await mcp.ok('browser_type', session_id=SID, index=text, text='hello')
+	await mcp.ok('browser_send_keys', session_id=SID, keys='Control+a')
+	await mcp.ok('browser_send_keys', session_id=SID, keys='Backspace')
+	assert await js(mcp, 'document.getElementById("text").value') == ''

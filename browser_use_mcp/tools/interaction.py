@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
+import re
 from urllib.parse import urljoin
 
 from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
+from browser_use_mcp.tools.actions import call_on
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
 from browser_use_mcp.tools.common import current_url, dispatch, element, open_url, viewport_size
 
@@ -103,12 +106,143 @@ async def browser_type(state: SessionState, args: TypeArgs, call: Call) -> str:
 	from browser_use.browser.events import TypeTextEvent
 
 	node = await element(state, args.index)
+	field_type = (node.attributes.get('type') or '').lower() if (node.tag_name or '').lower() == 'input' else ''
+	if field_type in DATE_FORMS:
+		return await _set_date_field(state, node, args.index, field_type, args.text)
 	kind = _sensitive_kind(args.text)
 	event = TypeTextEvent(node=node, text=args.text, is_sensitive=kind is not None, sensitive_key_name=kind)
 	await dispatch(state, event, f'Typing into element {args.index}')
 	if kind:
 		return f'Typed <{kind}> into element {args.index}'
 	return f"Typed '{args.text}' into element {args.index}"
+
+
+# Date and time fields take no typed text in a fixed form (what keys do depends on the browser's
+# locale), so their value is set in the one form HTML defines for it, read back, and announced with
+# the input and change events typing would fire. The accepted forms, by input type:
+DATE_FORMS = {
+	'date': 'YYYY-MM-DD (also "6 Jan 2011", "Jan 6, 2011", or D/M/YYYY and M/D/YYYY when the day is over 12)',
+	'time': 'HH:MM or HH:MM:SS, 24-hour (also "3:45 PM")',
+	'datetime-local': 'YYYY-MM-DDTHH:MM (a date as for type=date, a space or T, then a time)',
+	'month': 'YYYY-MM (also "Jan 2011")',
+	'week': 'YYYY-Www, e.g. 2011-W01',
+}
+MONTHS = {m: i for i, m in enumerate(('jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'), 1)}
+
+
+def _month(word: str) -> int | None:
+	return MONTHS.get(word.strip('.,').lower()[:3]) if len(word.strip('.,')) >= 3 else None
+
+
+def _iso_date(text: str) -> str | None:
+	"""2011-01-06 from 2011-01-06, 2011/1/6, 6 Jan 2011, Jan 6, 2011, 13/01/2011 or 01/13/2011; None if
+	not a date, ValueError when the day and the month cannot be told apart (01/06/2011)."""
+	t = ' '.join(text.replace(',', ' ').split())
+	year = month = day = None
+	if m := re.fullmatch(r'(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})', t):
+		year, month, day = (int(g) for g in m.groups())
+	elif m := re.fullmatch(r'(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})', t):
+		a, b, year = (int(g) for g in m.groups())
+		if a > 12 >= b:
+			day, month = a, b
+		elif b > 12 >= a:
+			month, day = a, b
+		elif a == b:
+			day = month = a
+		else:
+			raise ValueError(f'{text!r} could be day/month or month/day')
+	elif (m := re.fullmatch(r'(\d{1,2}) ([A-Za-z.]+) (\d{4})', t)) and _month(m[2]):
+		day, month, year = int(m[1]), _month(m[2]), int(m[3])
+	elif (m := re.fullmatch(r'([A-Za-z.]+) (\d{1,2}) (\d{4})', t)) and _month(m[1]):
+		month, day, year = _month(m[1]), int(m[2]), int(m[3])
+	else:
+		return None
+	try:
+		return datetime.date(year, month, day).isoformat()
+	except ValueError:
+		return None
+
+
+def _iso_time(text: str) -> str | None:
+	m = re.fullmatch(r'(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp]\.?[Mm]\.?)?', text.strip())
+	if not m:
+		return None
+	hour, minute, second = int(m[1]), int(m[2]), m[3]
+	if m[4]:
+		if not 1 <= hour <= 12:
+			return None
+		hour = hour % 12 + (12 if m[4][0] in 'Pp' else 0)
+	if hour > 23 or minute > 59 or (second is not None and int(second) > 59):
+		return None
+	return f'{hour:02d}:{minute:02d}' + (f':{second}' if second is not None else '')
+
+
+def iso_value(field_type: str, text: str) -> str | None:
+	"""``text`` in the value form of an <input type=field_type>; None when it is not one of the accepted
+	forms (DATE_FORMS), ValueError when it is ambiguous."""
+	t = text.strip()
+	if field_type == 'date':
+		return _iso_date(t)
+	if field_type == 'time':
+		return _iso_time(t)
+	if field_type == 'datetime-local':
+		m = re.fullmatch(r'(.+?)(?:T|\s+)(\d{1,2}:\d{2}(?::\d{2})?(?:\s*[AaPp]\.?[Mm]\.?)?)', t)
+		day = _iso_date(m[1]) if m else None
+		clock = _iso_time(m[2]) if m else None
+		return f'{day}T{clock}' if day and clock else None
+	if field_type == 'month':
+		if m := re.fullmatch(r'(\d{4})-(\d{1,2})', t):
+			year, month = int(m[1]), int(m[2])
+		elif (m := re.fullmatch(r'([A-Za-z.]+),?\s+(\d{4})', t)) and _month(m[1]):
+			year, month = int(m[2]), _month(m[1])
+		elif m := re.fullmatch(r'(\d{1,2})/(\d{4})', t):
+			month, year = int(m[1]), int(m[2])
+		else:
+			return None
+		return f'{year:04d}-{month:02d}' if 1 <= month <= 12 else None
+	if field_type == 'week':
+		m = re.fullmatch(r'(\d{4})-?[Ww](\d{1,2})', t)
+		return f'{int(m[1]):04d}-W{int(m[2]):02d}' if m and 1 <= int(m[2]) <= 53 else None
+	return None
+
+
+# The native value setter (a framework's own setter on the element would swallow the change), then
+# the events typing fires; the value the field kept is returned (an impossible value leaves it empty).
+SET_VALUE = """function(value) {
+	const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
+	if (this.disabled || this.readOnly) return {refused: this.disabled ? 'disabled' : 'read-only'};
+	this.focus();
+	setter.call(this, value);
+	this.dispatchEvent(new Event('input', {bubbles: true, composed: true}));
+	this.dispatchEvent(new Event('change', {bubbles: true}));
+	return {value: this.value};
+}"""
+
+
+async def _set_date_field(state: SessionState, node: object, index: int, field_type: str, text: str) -> str:
+	form = DATE_FORMS[field_type]
+	try:
+		value = iso_value(field_type, text) if text.strip() else ''
+	except ValueError as exc:
+		raise InvalidArgument(
+			f'text: {exc} for the <input type={field_type}> element {index}. Nothing was typed. Give it as {form}.'
+		) from None
+	if value is None:
+		raise InvalidArgument(
+			f'text: {text[:60]!r} is not a {field_type} this server understands for the <input type={field_type}> '
+			f'element {index}. Nothing was typed. Give it as {form}.'
+		)
+	result = await call_on(state, node, SET_VALUE, value)
+	if result.get('refused'):
+		raise BrowserActionFailed(f'Element {index} is {result["refused"]}: it cannot be typed into. Nothing was changed.')
+	if result.get('value') != value:
+		raise BrowserActionFailed(
+			f'The <input type={field_type}> element {index} did not take {value!r} (it holds {result.get("value")!r}): the '
+			f'browser found it invalid. Give it as {form}.'
+		)
+	if not value:
+		return f'Cleared element {index}'
+	return f"Set element {index} (input type={field_type}) to '{value}'" + (f' (from {text!r})' if value != text else '')
 
 
 class SendKeysArgs(Args):
