@@ -30,11 +30,39 @@ README_END = '<!-- tools:end -->'
 
 
 def from_catalog(config: Any = None) -> list[ToolInfo]:
-	"""The tool list as a server with ``config`` (default: the defaults) advertises it."""
+	"""The tool list as a server with ``config`` advertises it (default: the default configuration with
+	every tool group, ``--tools all``: the reference documents every tool)."""
 	from browser_use_mcp.config import ServerConfig
 	from browser_use_mcp.sessions import SessionRegistry
 
-	return Catalog(SessionRegistry(config or ServerConfig())).list()
+	return Catalog(SessionRegistry(config or ServerConfig(tools=('all',)))).list()
+
+
+def group_of(name: str) -> str:
+	"""The tool group (``--tools``) a tool belongs to."""
+	from browser_use_mcp.tools import GROUPS, defined_in
+
+	for group, families in GROUPS.items():
+		if any(t.name == name for family in families for t in defined_in(family)):
+			return group
+	return 'all'
+
+
+def group_sizes() -> list[tuple[str, int, int]]:
+	"""Per tool group: how many tools a server started with ``--tools <group>`` lists and how many
+	characters its ``tools/list`` result is as sent (compact JSON), with the defaults' descriptions."""
+	import mcp.types as types
+
+	from browser_use_mcp.config import ServerConfig
+	from browser_use_mcp.server import advertised
+	from browser_use_mcp.tools import group_names
+
+	out = []
+	for group in group_names():
+		infos = from_catalog(ServerConfig(tools=(group,)))
+		wire = types.ListToolsResult(tools=[advertised(i) for i in infos]).model_dump_json(by_alias=True, exclude_none=True)
+		out.append((group, len(infos), len(wire)))
+	return out
 
 
 def from_mcp(tools: Iterable[Any]) -> list[ToolInfo]:
@@ -131,19 +159,20 @@ def render_tools_md(tools: list[ToolInfo]) -> str:
 		'definitions in browser_use_mcp/tools/, not this file. tests/test_docs.py fails when it is stale. -->',
 		'# Tools reference',
 		'',
-		f'The server lists {len(tools)} tools: {len(session_tools)} act inside one browser session and take an optional '
-		f'`session_id`; {len(other_tools)} manage the sessions themselves. Names, argument names, types, defaults and '
+		f'The server has {len(tools)} tools: {len(session_tools)} act inside one browser session and take an optional '
+		f'`session_id`; {len(other_tools)} manage the sessions themselves. By default it lists the `core` group only '
+		'([tool groups](#tool-groups)). Names, argument names, types, defaults and '
 		"required lists of the tools upstream's server has are the same as upstream's (see [migration](migration.md)). "
 		'Descriptions below are exactly what an MCP client receives; retention figures are those of the default '
 		'configuration ([sessions](sessions.md) explains them).',
 		'',
-		'| Tool | `session_id` | Hints | What it does |',
-		'|---|---|---|---|',
+		'| Tool | Group | `session_id` | Hints | What it does |',
+		'|---|---|---|---|---|',
 	]
 	for tool in tools:
 		out.append(
-			f'| [`{tool.name}`](#{tool.name}) | {_session_id_column(tool)} | {_hint_words(tool.hints)} | '
-			f'{_cell(_first_sentence(tool.description))} |'
+			f'| [`{tool.name}`](#{tool.name}) | `{group_of(tool.name)}` | {_session_id_column(tool)} | '
+			f'{_hint_words(tool.hints)} | {_cell(_first_sentence(tool.description))} |'
 		)
 	out += [
 		'',
@@ -154,6 +183,7 @@ def render_tools_md(tools: list[ToolInfo]) -> str:
 		"more. *Open world*: it may reach beyond the server, to web sites or the LLM provider. A tool's "
 		"environment is its session's browser; for the tools that manage sessions, the caller's sessions.",
 		'',
+		*_groups_section(tools),
 		'## `session_id`, on every browser tool',
 		'',
 		'Every tool in the first group below takes the same optional argument, added to each schema in one place '
@@ -179,6 +209,33 @@ def render_tools_md(tools: list[ToolInfo]) -> str:
 	for tool in other_tools:
 		out += _tool_section(tool)
 	return '\n'.join(out).rstrip() + '\n'
+
+
+def _groups_section(tools: list[ToolInfo]) -> list[str]:
+	"""Which tools each group holds, and what listing it costs a model's context."""
+	out = [
+		'## Tool groups',
+		'',
+		'`--tools` (or `BROWSER_USE_MCP_TOOLS`; [configuration](configuration.md)) chooses the groups `tools/list` '
+		'offers, comma-separated: `core` (the default), `interaction`, or `all`; `--tools core,interaction` is '
+		'the same as `all` today. An unknown group stops the server at start-up with the list of valid ones. A '
+		'tool outside the groups offered is unknown to calls too. Every tool listed costs context in every '
+		'request a model makes, so a model that only reads and clicks does better without the extra ones.',
+		'',
+		'| Group | Tools | `tools/list` size (characters) | ~tokens (characters / 4) |',
+		'|---|---|---|---|',
+	]
+	for group, count, chars in group_sizes():
+		names = [t.name for t in tools if group == 'all' or group_of(t.name) == group]
+		shown = 'every tool' if group == 'all' else ', '.join(f'`{n}`' for n in names)
+		out.append(f'| `{group}` | {count}: {shown} | {chars:,} | ~{round(chars / 4):,} |')
+	out += [
+		'',
+		"Sizes are of the `tools/list` result as sent (compact JSON, with the default configuration's "
+		'descriptions); `python -m browser_use_mcp.docgen --write` measures them again.',
+		'',
+	]
+	return out
 
 
 def _listed(names: list[str]) -> str:
@@ -245,10 +302,10 @@ def _shape(schema: dict[str, Any]) -> str:
 
 
 def render_readme_table(tools: list[ToolInfo]) -> str:
-	rows = ['| Tool | `session_id` | What it does |', '|---|---|---|']
+	rows = ['| Tool | Group | `session_id` | What it does |', '|---|---|---|---|']
 	for tool in tools:
 		rows.append(
-			f'| [`{tool.name}`](docs/tools.md#{tool.name}) | {_session_id_column(tool)} | '
+			f'| [`{tool.name}`](docs/tools.md#{tool.name}) | `{group_of(tool.name)}` | {_session_id_column(tool)} | '
 			f'{_cell(_first_sentence(tool.description))} |'
 		)
 	return '\n'.join(rows)

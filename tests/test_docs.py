@@ -5,6 +5,7 @@ environment variable must appear in configuration.md, and every relative link mu
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -12,12 +13,19 @@ import pytest
 from browser_use_mcp import docgen
 from browser_use_mcp.cli import build_parser
 from browser_use_mcp.config import ENV_VARS
-from tests.support import REPO
+from tests.support import REPO, Background, Mcp, running_server
 
 DOCS = REPO / 'docs'
 FIX = 'run `.venv/bin/python -m browser_use_mcp.docgen --write` and commit the result'
 # Pages other engineers are writing at the same time; README and these docs link to them already.
 PENDING = {'http.md', 'llm.md', 'performance.md', 'architecture.md', 'operations.md'}
+
+
+@pytest.fixture(scope='module')
+async def mcp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mcp]:
+	"""A server listing every tool group: the reference documents them all."""
+	async with Background(running_server(tmp_path_factory.mktemp('docs-home'), '--tools', 'all')) as server:
+		yield server
 
 
 def test_tools_reference_matches_the_catalogue() -> None:
