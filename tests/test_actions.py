@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import Background, Mcp, isolation_modes, running_server
+from tests.support import Background, Mcp, Result, isolation_modes, running_server
 
 isolation = isolation_modes()  # both: a Chromium per session, and contexts of a shared one
 
@@ -58,6 +58,12 @@ for (const s of document.querySelectorAll('select')) for (const kind of ['input'
 	document.getElementById('status').remove();
 	const p = document.createElement('p'); p.id = 'late'; p.textContent = 'Loaded late'; document.body.appendChild(p);
 }, 500);</script>""",
+	'/upload': """<input id="f" type="file"> <label id="lab" style="cursor:pointer">Attach
+<input id="hidden" type="file" style="display:none"></label> <button id="plain">Not an input</button>
+<script>window.got = [];
+for (const i of document.querySelectorAll('input')) i.addEventListener('change', async () => {
+	for (const f of i.files) window.got.push([i.id, f.name, await f.text()]);
+});</script>""",
 	'/dates': """<input id="d" type="date"> <input id="t" type="time"> <input id="dt" type="datetime-local">
 <input id="m" type="month"> <input id="w" type="week"> <input id="text" type="text" placeholder="plain">
 <script>window.changes = []; for (const i of document.querySelectorAll('input'))
@@ -273,3 +279,43 @@ async def test_typing_into_date_fields_sets_their_iso_value_or_says_the_form(mcp
 	await mcp.ok('browser_send_keys', session_id=SID, keys='Control+a')
 	await mcp.ok('browser_send_keys', session_id=SID, keys='Backspace')
 	assert await js(mcp, 'document.getElementById("text").value') == ''
+
+
+async def upload(mcp: Mcp, **arguments: Any) -> Result:
+	"""browser_upload_file (its argument ``name`` is also the name of Mcp.call's first parameter)."""
+	raw = await mcp.client.call_tool('browser_upload_file', {'session_id': SID, **arguments}, read_timeout_seconds=60)
+	texts = [c.text for c in raw.content if getattr(c, 'type', None) == 'text']
+	return Result(raw, texts[0] if texts else '', bool(raw.is_error), [], texts)
+
+
+async def test_upload_sends_inline_content_and_files_of_the_session_only(mcp: Mcp, pages: str) -> None:
+	import base64
+
+	state = await open_page(mcp, f'{pages}/upload')
+	field = index_of(state, tag='input')
+	content = base64.b64encode(b'hello upload').decode()
+	done = await upload(mcp, index=field, content_base64=content, name='note.txt')
+	assert not done.is_error and 'note.txt' in done.text, done.text
+	assert await js(mcp, 'window.got') == [['f', 'note.txt', 'hello upload']]
+	# the file it saved is in the session's files directory: chosen again by its path, through the label
+	label = index_of(state, 'Attach')
+	again = await upload(mcp, index=label, path='uploads/note.txt')
+	assert not again.is_error, again.text
+	assert await js(mcp, 'window.got.length && window.got[1]') == ['hidden', 'note.txt', 'hello upload']
+	for arguments, words in [
+		({'index': field, 'path': '../../etc/passwd'}, ['path', 'outside']),
+		({'index': field, 'path': '/etc/passwd'}, ['path', 'outside']),
+		({'index': field, 'path': 'missing.txt'}, ['path', 'not a file']),
+		({'index': field, 'content_base64': content, 'name': '../x'}, ['name']),
+		({'index': field, 'content_base64': '***', 'name': 'x.txt'}, ['content_base64', 'base64']),
+		({'index': field, 'content_base64': 'A' * (3 * 1024 * 1024), 'name': 'big.bin'}, ['content_base64', '2 MiB']),
+		({'index': field}, ['exactly one']),
+		({'index': index_of(state, 'Not an input'), 'path': 'uploads/note.txt'}, ['index', 'not a file input']),
+	]:
+		result = await upload(mcp, **arguments)
+		assert result.is_error, arguments
+		for word in words:
+			assert word in result.text, (arguments, result.text)
+	assert await js(mcp, 'window.got.length') == 2
+	clicked = await mcp.call('browser_click', session_id=SID, index=field)
+	assert clicked.is_error and 'browser_upload_file' in clicked.text

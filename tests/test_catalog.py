@@ -345,7 +345,14 @@ def test_the_docs_read_the_annotations_back(advertised: dict[str, dict]) -> None
 
 # -- tool groups (--tools) ------------------------------------------------------------------
 
-INTERACTION_TOOLS = ['browser_hover', 'browser_get_options', 'browser_select_option', 'browser_drag', 'browser_wait_for']
+INTERACTION_TOOLS = [
+	'browser_hover',
+	'browser_get_options',
+	'browser_select_option',
+	'browser_drag',
+	'browser_wait_for',
+	'browser_upload_file',
+]
 
 
 def _listed(tmp_path: Path, *groups: str) -> dict[str, Any]:
@@ -367,9 +374,13 @@ def test_groups_add_their_families_in_catalogue_order(tmp_path: Path) -> None:
 def test_the_interaction_tools_declare_their_hints_and_include_state(tmp_path: Path) -> None:
 	listed = _listed(tmp_path, 'interaction')
 	assert {n for n, t in listed.items() if t.read_only} == {'browser_get_options', 'browser_wait_for'}
-	assert {n for n, t in listed.items() if t.hints.destructive} == {'browser_select_option', 'browser_drag'}
+	assert {n for n, t in listed.items() if t.hints.destructive} == {
+		'browser_select_option',
+		'browser_drag',
+		'browser_upload_file',
+	}
 	offering = {n for n, t in listed.items() if 'include_state' in t.properties}
-	assert offering == {'browser_hover', 'browser_select_option', 'browser_drag'}
+	assert offering == {'browser_hover', 'browser_select_option', 'browser_drag', 'browser_upload_file'}
 	assert all(t.session_scoped for t in listed.values())
 
 

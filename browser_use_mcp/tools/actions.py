@@ -477,3 +477,122 @@ def _conditions(given: dict[str, str], negate: bool = False) -> str:
 		'url': ('the URL contains {!r}', 'the URL to contain {!r}'),
 	}
 	return ' and '.join(words[k][negate].format(v) for k, v in given.items())
+
+
+# -- upload --------------------------------------------------------------------------------
+
+MAX_UPLOAD_BYTES = 2 * 1024 * 1024  # inline content: its base64 (~2.7 MB) fits the 4 MiB an HTTP request may carry
+UPLOADS = 'uploads'  # where inline content is written, inside the session's files directory
+
+# The file input an element stands for: itself, the control of a <label>, or the one input inside it
+# (sites hide the real input behind a styled label or button).
+FILE_INPUT = """function() {
+	const isFile = (el) => el && el.tagName === 'INPUT' && el.type === 'file';
+	if (isFile(this)) return this;
+	if (this.tagName === 'LABEL' && isFile(this.control)) return this.control;
+	const inside = this.querySelectorAll ? this.querySelectorAll('input[type=file]') : [];
+	return inside.length === 1 ? inside[0] : null;
+}"""
+FILES_SET = (
+	'function() { return {count: this.files.length, names: [...this.files].map((f) => f.name), multiple: this.multiple}; }'
+)
+
+
+class UploadFileArgs(Args):
+	index: int = Field(
+		ge=0, description='Index of the file input (or of the label or button that holds it), from browser_get_state.'
+	)
+	path: str | None = Field(
+		None,
+		min_length=1,
+		description="A file in the session's files directory, relative to it (e.g. uploads/report.pdf). Give this, or "
+		'content_base64 with name.',
+	)
+	content_base64: str | None = Field(
+		None,
+		min_length=1,
+		description=f'The file itself, base64-encoded (at most {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB once decoded); '
+		"it is saved as uploads/<name> in the session's files directory, then chosen.",
+	)
+	name: str | None = Field(None, min_length=1, max_length=200, description='The file name for content_base64, e.g. cv.pdf.')
+	include_state: IncludeState = False
+
+
+def _upload_source(state: SessionState, args: UploadFileArgs) -> Any:
+	"""The file to choose, inside the session's files directory (inline content is written there first)."""
+	import base64
+	import binascii
+	from pathlib import Path
+
+	if (args.path is None) == (args.content_base64 is None):
+		raise InvalidArgument('path, content_base64: give exactly one (with content_base64, also name).')
+	files = Path(state.dirs.files).resolve()
+	if args.content_base64 is not None:
+		name = args.name or ''
+		if not name or name in ('.', '..') or any(c in name for c in '/\\\0'):
+			raise InvalidArgument('name: give a plain file name (no directories) for content_base64, e.g. photo.png.')
+		if len(args.content_base64) > (MAX_UPLOAD_BYTES * 4) // 3 + 4:
+			raise InvalidArgument(f'content_base64: more than {MAX_UPLOAD_BYTES} bytes once decoded; the limit is 2 MiB.')
+		try:
+			data = base64.b64decode(args.content_base64, validate=True)
+		except (binascii.Error, ValueError):
+			raise InvalidArgument('content_base64: not valid base64.') from None
+		if len(data) > MAX_UPLOAD_BYTES:
+			raise InvalidArgument(f'content_base64: {len(data)} bytes once decoded; the limit is {MAX_UPLOAD_BYTES} (2 MiB).')
+		target = files / UPLOADS / name
+		target.parent.mkdir(parents=True, exist_ok=True)
+		target.write_bytes(data)
+		return target
+	wanted = Path(args.path)
+	resolved = (wanted if wanted.is_absolute() else files / wanted).resolve()
+	if not resolved.is_relative_to(files):
+		raise InvalidArgument(
+			f"path: {args.path!r} is outside the session's files directory; only files inside it can be uploaded. Give a "
+			'path relative to it, or send the file as content_base64 with name.'
+		)
+	if not resolved.is_file():
+		raise InvalidArgument(
+			f"path: {args.path!r} is not a file in the session's files directory. Send it as content_base64 with name."
+		)
+	return resolved
+
+
+@tool('Upload a file', destructive=True, idempotent=True, open_world=True)
+async def browser_upload_file(state: SessionState, args: UploadFileArgs, call: Call) -> str:
+	"""Choose a file for a file input of the session's current page (by index from browser_get_state; a label or
+	button holding the input will do): a file from the session's own files directory (path), or one sent inline
+	(content_base64 and name, at most 2 MiB). The page gets its input and change events; submit the form as usual."""
+	if state.config.grid_url and not (state.is_default and state.config.grid_default_session == 'local'):
+		raise BrowserActionFailed(
+			'browser_upload_file is not available for sessions on a Selenium Grid: the browser there cannot read this '
+			"server's files."
+		)
+	node = await element(state, args.index)
+	source = _upload_source(state, args)
+	cdp = await state.browser_session.cdp_client_for_node(node)
+	send, session_id = cdp.cdp_client.send, cdp.session_id
+	resolved = await send.DOM.resolveNode(params={'backendNodeId': node.backend_node_id}, session_id=session_id)
+	owner = resolved['object']['objectId']
+	found = await send.Runtime.callFunctionOn(
+		params={'functionDeclaration': FILE_INPUT, 'objectId': owner}, session_id=session_id
+	)
+	target = (found.get('result') or {}).get('objectId')
+	try:
+		if not target:
+			raise InvalidArgument(
+				f'index: element {args.index} is a {await call_on(state, node, DESCRIBE)}, not a file input, nor a label or '
+				'element holding exactly one. Nothing was chosen.'
+			)
+		await send.DOM.setFileInputFiles(params={'files': [str(source)], 'objectId': target}, session_id=session_id)
+		chosen = await send.Runtime.callFunctionOn(
+			params={'functionDeclaration': FILES_SET, 'objectId': target, 'returnByValue': True}, session_id=session_id
+		)
+	finally:
+		for object_id in (owner, target):
+			if object_id:
+				with contextlib.suppress(Exception):
+					await send.Runtime.releaseObject(params={'objectId': object_id}, session_id=session_id)
+	value = (chosen.get('result') or {}).get('value') or {}
+	if source.name not in (value.get('names') or []):
+		raise BrowserActionFailed(f'The file input of element {args.index} did not take {source.name!r}.')
+	return f'Chose {source.name} ({source.stat().st_size} bytes) in the file input of element {args.index}'

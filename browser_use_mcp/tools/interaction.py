@@ -42,6 +42,11 @@ def _check_click(state: SessionState, result: object, index: int | None = None) 
 		if 'interaction' not in state.config.tools and 'all' not in state.config.tools:
 			fix += ' (this server offers them when started with --tools core,interaction or --tools all)'
 		raise BrowserActionFailed(f'Click refused: {which} a <select>, which a click cannot choose from. {fix}.')
+	if 'file input' in why or 'file upload' in why:  # browser-use points at an upload action this server has not
+		fix = 'browser_upload_file{index, path or content_base64 and name} chooses its file'
+		if 'interaction' not in state.config.tools and 'all' not in state.config.tools:
+			fix += ' (this server offers it when started with --tools core,interaction or --tools all)'
+		raise BrowserActionFailed(f'Click refused: a file input opens a file chooser nobody can see here. {fix}.')
 	raise BrowserActionFailed(f'Click refused: {why}')
 
 
