@@ -58,6 +58,19 @@ for (const s of document.querySelectorAll('select')) for (const kind of ['input'
 	document.getElementById('status').remove();
 	const p = document.createElement('p'); p.id = 'late'; p.textContent = 'Loaded late'; document.body.appendChild(p);
 }, 500);</script>""",
+	'/listbox': """<div id="lb" role="listbox" aria-label="Fruit" tabindex="0">
+<div role="option" id="apple" aria-selected="false">Apple</div><div role="option" id="pear" aria-selected="false">Pear</div></div>
+<button id="cb" role="combobox" aria-controls="cb-list" aria-expanded="false">Pick a colour</button>
+<ul id="cb-list" role="listbox" hidden><li role="option" data-value="red">Red</li><li role="option" data-value="blue">Blue</li></ul>
+<script>
+document.getElementById('cb').addEventListener('click', () => { const l = document.getElementById('cb-list'); l.hidden = !l.hidden; });
+for (const box of document.querySelectorAll('[role=listbox]')) box.addEventListener('click', (e) => {
+	const o = e.target.closest('[role=option]');
+	if (!o) return;
+	for (const x of box.querySelectorAll('[role=option]')) x.setAttribute('aria-selected', String(x === o));
+	if (box.id === 'cb-list') { document.getElementById('cb').textContent = o.textContent; box.hidden = true; }
+});
+</script>""",
 	'/upload': """<input id="f" type="file"> <label id="lab" style="cursor:pointer">Attach
 <input id="hidden" type="file" style="display:none"></label> <button id="plain">Not an input</button>
 <script>window.got = [];
@@ -160,6 +173,21 @@ async def test_select_refuses_bad_input_and_changes_nothing(mcp: Mcp, pages: str
 	assert await js(mcp, '[document.getElementById("single").value, window.events.length]') == ['', 0]
 	refused = await mcp.call('browser_get_options', session_id=SID, index=button)
 	assert refused.is_error and 'not a <select>' in refused.text
+
+
+async def test_aria_listboxes_and_comboboxes_are_listed_and_clicked(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/listbox')
+	box, combo = index_of(state, 'Apple'), index_of(state, 'Pick a colour')
+	listed = (await mcp.ok('browser_get_options', session_id=SID, index=box)).json()
+	assert listed['kind'] == 'listbox' and [o['label'] for o in listed['options']] == ['Apple', 'Pear']
+	await mcp.ok('browser_select_option', session_id=SID, index=box, labels=['pear'])
+	assert await js(mcp, 'document.getElementById("pear").getAttribute("aria-selected")') == 'true'
+	hidden = (await mcp.ok('browser_get_options', session_id=SID, index=combo)).json()
+	assert [o['value'] for o in hidden['options']] == ['red', 'blue']
+	await mcp.ok('browser_select_option', session_id=SID, index=combo, values=['blue'])
+	assert await js(mcp, 'document.getElementById("cb").textContent') == 'Blue'
+	wrong = await mcp.call('browser_select_option', session_id=SID, index=box, labels=['Kiwi'])
+	assert wrong.is_error and "'Kiwi'" in wrong.text and "'Pear'" in wrong.text
 
 
 async def test_clicking_a_select_names_the_tools_that_work(mcp: Mcp, pages: str) -> None:

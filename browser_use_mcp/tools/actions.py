@@ -64,12 +64,12 @@ DESCRIBE = """function() {
 # -- the pointer ---------------------------------------------------------------------------
 
 
-async def element_point(state: SessionState, node: Any, index: int) -> tuple[Any, float, float]:
-	"""Scroll the element into view and return (its CDP session, x, y): the centre of its part
-	inside the viewport, in the coordinates of that session's page."""
+async def element_point(state: SessionState, node: Any, index: int, object_id: str | None = None) -> tuple[Any, float, float]:
+	"""Scroll the element (or the object ``object_id`` of its frame) into view and return (its CDP
+	session, x, y): the centre of its part inside the viewport, in the coordinates of that session's page."""
 	cdp = await state.browser_session.cdp_client_for_node(node)
 	send, session_id = cdp.cdp_client.send, cdp.session_id
-	backend = {'backendNodeId': node.backend_node_id}
+	backend = {'objectId': object_id} if object_id else {'backendNodeId': node.backend_node_id}
 	with contextlib.suppress(Exception):  # an element that cannot scroll (fixed) may be in view anyway
 		await send.DOM.scrollIntoViewIfNeeded(params=backend, session_id=session_id)
 	try:
@@ -116,14 +116,54 @@ async def browser_hover(state: SessionState, args: HoverArgs, call: Call) -> str
 
 # -- select ------------------------------------------------------------------------------
 
-OPTIONS = """function() {
+# The listbox an element stands for: itself (role=listbox), or the one a combobox controls or holds.
+LISTBOX = """const listboxOf = (el) => {
+	const role = el.getAttribute && el.getAttribute('role');
+	if (role === 'listbox') return el;
+	if (role !== 'combobox') return null;
+	for (const id of (el.getAttribute('aria-controls') || el.getAttribute('aria-owns') || '').split(/\\s+/)) {
+		const target = id && el.ownerDocument.getElementById(id);
+		if (target && target.getAttribute('role') === 'listbox') return target;
+	}
+	return el.querySelector('[role=listbox]');
+};
+const ariaOptions = (box) => [...box.querySelectorAll('[role=option]')].map((o, i) => {
+	const label = (o.getAttribute('aria-label') || o.textContent || '').replace(/\\s+/g, ' ').trim();
+	return {index: i, value: o.getAttribute('data-value') || o.id || label, label,
+		selected: o.getAttribute('aria-selected') === 'true', disabled: o.getAttribute('aria-disabled') === 'true'};
+});"""
+
+OPTIONS = (
+	"""function() {
 	const norm = (s) => (s || '').replace(/\\s+/g, ' ').trim();
-	if (this.tagName !== 'SELECT') return null;
-	return {multiple: this.multiple, disabled: this.disabled, options: [...this.options].slice(0, 500).map((o, i) => (
+	"""
+	+ LISTBOX
+	+ """
+	if (this.tagName !== 'SELECT') {
+		const box = listboxOf(this);
+		if (!box) return null;
+		const options = ariaOptions(box);
+		return {kind: 'listbox', multiple: box.getAttribute('aria-multiselectable') === 'true',
+			disabled: box.getAttribute('aria-disabled') === 'true', options: options.slice(0, 500), total: options.length,
+			shown: box.getClientRects().length > 0};
+	}
+	return {kind: 'select', multiple: this.multiple, disabled: this.disabled, options: [...this.options].slice(0, 500).map((o, i) => (
 		{index: i, value: o.value, label: norm(o.label), selected: o.selected,
 		disabled: o.disabled || (o.parentElement.tagName === 'OPTGROUP' && o.parentElement.disabled)}
 	)), total: this.options.length};
 }"""
+)
+
+# The option ``i`` of the element's listbox, to point the mouse at.
+ARIA_OPTION = (
+	"""function(i) {
+	"""
+	+ LISTBOX
+	+ """
+	const box = listboxOf(this);
+	return box ? box.querySelectorAll('[role=option]')[i] || null : null;
+}"""
+)
 
 SELECT = """function(wanted, by) {
 	const norm = (s) => (s || '').replace(/\\s+/g, ' ').trim();
@@ -152,8 +192,9 @@ SELECT = """function(wanted, by) {
 
 def _not_a_select(index: int, what: str, argument: str = 'index') -> InvalidArgument:
 	return InvalidArgument(
-		f'{argument}: element {index} is a {what}, not a <select>. Nothing was changed. Give the index of a <select> '
-		'element from browser_get_state; for other dropdowns click them open with browser_click, then click the option.'
+		f'{argument}: element {index} is a {what}, not a <select> or an ARIA listbox or combobox. Nothing was changed. '
+		'Give the index of one from browser_get_state; for other dropdowns click them open with browser_click, then '
+		'click the option.'
 	)
 
 
@@ -163,14 +204,20 @@ class GetOptionsArgs(Args):
 
 @tool('List the options of a select', read_only=True, open_world=False)
 async def browser_get_options(state: SessionState, args: GetOptionsArgs, call: Call) -> str:
-	"""List the options of a <select> element of the session's current page (by index from browser_get_state):
-	JSON with multiple, and each option's value, label, selected and disabled. Pass a value or label to
-	browser_select_option to choose one."""
+	"""List the options of a <select> element of the session's current page (by index from browser_get_state), or
+	of an ARIA listbox (role=listbox, or the one a role=combobox controls): JSON with multiple, and each option's
+	value, label, selected and disabled. Pass a value or label to browser_select_option to choose one."""
 	node = await element(state, args.index)
 	found = await call_on(state, node, OPTIONS)
 	if found is None:
 		raise _not_a_select(args.index, await call_on(state, node, DESCRIBE))
-	out = {'index': args.index, 'multiple': found['multiple'], 'disabled': found['disabled'], 'options': found['options']}
+	out = {
+		'index': args.index,
+		'kind': found['kind'],
+		'multiple': found['multiple'],
+		'disabled': found['disabled'],
+		'options': found['options'],
+	}
 	if found['total'] > len(found['options']):
 		out['note'] = f'the first {len(found["options"])} of {found["total"]} options'
 	return json.dumps(out, ensure_ascii=False)
@@ -193,7 +240,8 @@ class SelectOptionArgs(Args):
 async def browser_select_option(state: SessionState, args: SelectOptionArgs, call: Call) -> str:
 	"""Choose options of a <select> element of the session's current page (by index from browser_get_state), by
 	value or by label; in a multi-select exactly the options given end up selected. Fires the input and change
-	events a user's choice fires. browser_get_options lists the choices."""
+	events a user's choice fires. An ARIA listbox or combobox gets mouse clicks on the options given instead
+	(opened first when hidden). browser_get_options lists the choices."""
 	if bool(args.values) == bool(args.labels):
 		raise InvalidArgument(
 			'values, labels: give exactly one of them, a non-empty list (browser_get_options lists the values and labels).'
@@ -204,7 +252,10 @@ async def browser_select_option(state: SessionState, args: SelectOptionArgs, cal
 	result = await call_on(state, node, SELECT, wanted, by)
 	error = result.get('error') if isinstance(result, dict) else 'no answer'
 	if error == 'not_select':
-		raise _not_a_select(args.index, await call_on(state, node, DESCRIBE))
+		listed = await call_on(state, node, OPTIONS)
+		if listed is None:
+			raise _not_a_select(args.index, await call_on(state, node, DESCRIBE))
+		return await _select_aria(state, node, args.index, listed, wanted, by, argument)
 	if error == 'missing':
 		options = ', '.join(f'{o["value"]!r} ({o["label"]!r})' for o in result['options'])
 		raise InvalidArgument(
@@ -226,6 +277,79 @@ async def browser_select_option(state: SessionState, args: SelectOptionArgs, cal
 		raise BrowserActionFailed(f'Selecting in element {args.index} failed: {error}')
 	chosen = ', '.join(f'{o["label"]!r} (value {o["value"]!r})' for o in result['selected']) or 'nothing'
 	return f'Selected {chosen} in element {args.index}'
+
+
+def _matches(option: dict[str, Any], want: str, by: str) -> bool:
+	if by == 'value':
+		return option['value'] == want
+	return ' '.join(option['label'].split()).lower() == ' '.join(want.split()).lower()
+
+
+async def _select_aria(
+	state: SessionState, node: Any, index: int, listed: dict[str, Any], wanted: list[str], by: str, argument: str
+) -> str:
+	"""Choose in an ARIA listbox the way a user does: open it (a combobox whose list is hidden is clicked
+	first), then click each option with the mouse; the page's own script decides what that selects."""
+	options = listed['options']
+	picked, missing = [], []
+	for want in wanted:
+		match = next((o for o in options if _matches(o, want, by)), None)
+		if match is None:
+			missing.append(want)
+		elif match not in picked:
+			picked.append(match)
+	if missing:
+		shown = ', '.join(f'{o["value"]!r} ({o["label"]!r})' for o in options[:100])
+		raise InvalidArgument(
+			f'{argument}: the listbox of element {index} has no option with the {by} {", ".join(map(repr, missing))}. '
+			f'Nothing was changed. Its options (value (label)): {shown}.'
+		)
+	if len(picked) > 1 and not listed['multiple']:
+		raise InvalidArgument(f'{argument}: the listbox of element {index} is single-choice; give one {by}. Nothing was changed.')
+	off = [o['label'] for o in picked if o['disabled']]
+	if off or listed['disabled']:
+		what = f'option(s) {", ".join(map(repr, off))} are' if off else 'the listbox is'
+		raise BrowserActionFailed(f'{argument}: {what} disabled (aria-disabled) in element {index}. Nothing was changed.')
+	if not listed.get('shown'):
+		cdp, x, y = await element_point(state, node, index)
+		await _click(cdp, x, y)
+	for option in picked:
+		if option['selected'] and listed['multiple']:
+			continue  # a click would toggle it off
+		object_id = await _object(state, node, ARIA_OPTION, option['index'])
+		if object_id is None:
+			raise BrowserActionFailed(f'The option {option["label"]!r} of element {index} went away while choosing.')
+		cdp, x, y = await element_point(state, node, index, object_id)
+		await _click(cdp, x, y)
+	after = await call_on(state, node, OPTIONS)
+	now = [o['label'] for o in (after or {}).get('options', []) if o['selected']]
+	chosen = ', '.join(repr(o['label']) for o in picked)
+	if after is None or after['kind'] != 'listbox':
+		return f'Clicked {chosen} in the listbox of element {index}'
+	return (
+		f'Clicked {chosen} in the listbox of element {index}; selected now (aria-selected): {", ".join(map(repr, now)) or "none"}'
+	)
+
+
+async def _object(state: SessionState, node: Any, function: str, *args: Any) -> str | None:
+	"""The object id of the element ``function`` (``this``: the element ``node``) returns, or None."""
+	cdp = await state.browser_session.cdp_client_for_node(node)
+	send, session_id = cdp.cdp_client.send, cdp.session_id
+	resolved = await send.DOM.resolveNode(params={'backendNodeId': node.backend_node_id}, session_id=session_id)
+	owner = resolved['object']['objectId']
+	try:
+		params = {'functionDeclaration': function, 'objectId': owner, 'arguments': [{'value': a} for a in args]}
+		found = await send.Runtime.callFunctionOn(params=params, session_id=session_id)
+	finally:
+		with contextlib.suppress(Exception):
+			await send.Runtime.releaseObject(params={'objectId': owner}, session_id=session_id)
+	return (found.get('result') or {}).get('objectId')
+
+
+async def _click(cdp: Any, x: float, y: float) -> None:
+	await mouse(cdp, 'mouseMoved', x, y)
+	await mouse(cdp, 'mousePressed', x, y, buttons=1, button='left')
+	await mouse(cdp, 'mouseReleased', x, y, button='left')
 
 
 # -- drag ----------------------------------------------------------------------------------
