@@ -19,7 +19,7 @@ PAGES = {
 	'/hover': """<style>#menu .sub{display:none} #menu:hover .sub{display:block} #menu{width:220px;padding:8px}</style>
 <div id="menu" role="button" tabindex="0">Menu<div class="sub"><a href="#x" id="subitem">Sub item</a></div></div>
 <button id="over" onmouseover="this.dataset.over='yes'">Hover target</button>
-<div style="height:2000px"></div>
+<div style="height:calc(100vh + 200px)"></div>
 <button id="far" onmouseenter="this.dataset.over='yes'">Far target</button>""",
 	'/drag': """<style>li{height:30px;width:200px;margin:4px;background:#ddd;cursor:move;list-style:none}
 #src,#zone{width:150px;height:60px;margin:10px;background:#cde}</style>
@@ -205,10 +205,9 @@ async def test_hover_opens_css_menus_and_fires_mouseover(mcp: Mcp, pages: str) -
 	await mcp.ok('browser_hover', session_id=SID, index=index_of(state, 'Hover target'))
 	assert await js(mcp, 'document.getElementById("over").dataset.over') == 'yes'
 	assert await js(mcp, 'getComputedStyle(document.querySelector("#menu .sub")).display') == 'none'
-	far = [e['index'] for e in state['interactive_elements'] if 'Far target' in e['text']]
-	if far:  # below the fold: scrolled into view first
-		await mcp.ok('browser_hover', session_id=SID, index=far[0])
-		assert await js(mcp, '[document.getElementById("far").dataset.over, window.scrollY > 0]') == ['yes', True]
+	# below the fold: scrolled into view first
+	await mcp.ok('browser_hover', session_id=SID, index=index_of(state, 'Far target'))
+	assert await js(mcp, '[document.getElementById("far").dataset.over, window.scrollY > 0]') == ['yes', True]
 
 
 async def test_drag_reorders_a_mouse_sortable_list(mcp: Mcp, pages: str) -> None:
