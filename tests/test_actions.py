@@ -77,6 +77,7 @@ for (const box of document.querySelectorAll('[role=listbox]')) box.addEventListe
 for (const i of document.querySelectorAll('input')) i.addEventListener('change', async () => {
 	for (const f of i.files) window.got.push([i.id, f.name, await f.text()]);
 });</script>""",
+	'/later': """<p>Moving on soon</p><script>setTimeout(() => { location.href = '/select'; }, 400);</script>""",
 	'/dates': """<input id="d" type="date"> <input id="t" type="time"> <input id="dt" type="datetime-local">
 <input id="m" type="month"> <input id="w" type="week"> <input id="text" type="text" placeholder="plain">
 <script>window.changes = []; for (const i of document.querySelectorAll('input'))
@@ -253,6 +254,12 @@ async def test_wait_for_returns_as_soon_as_the_page_changes(mcp: Mcp, pages: str
 	await mcp.ok('browser_wait_for', session_id=SID, selector='#late', url='/wait', timeout_ms=1000)
 
 
+async def test_wait_for_keeps_waiting_across_a_navigation(mcp: Mcp, pages: str) -> None:
+	await mcp.ok('browser_navigate', session_id=SID, url=f'{pages}/later')
+	await mcp.ok('browser_wait_for', session_id=SID, url='/select', text='Plain button', timeout_ms=10000)
+	assert await js(mcp, 'location.pathname') == '/select'
+
+
 async def test_wait_for_times_out_and_refuses_bad_arguments(mcp: Mcp, pages: str) -> None:
 	await mcp.ok('browser_navigate', session_id=SID, url=f'{pages}/wait')
 	late = await mcp.call('browser_wait_for', session_id=SID, text='never shown', timeout_ms=300)
@@ -346,3 +353,45 @@ async def test_upload_sends_inline_content_and_files_of_the_session_only(mcp: Mc
 	assert await js(mcp, 'window.got.length') == 2
 	clicked = await mcp.call('browser_click', session_id=SID, index=field)
 	assert clicked.is_error and 'browser_upload_file' in clicked.text
+
+
+def test_refusals_of_a_core_server_say_how_to_get_the_tools() -> None:
+	from types import SimpleNamespace
+
+	from browser_use_mcp.config import ServerConfig
+	from browser_use_mcp.errors import BrowserActionFailed
+	from browser_use_mcp.tools.interaction import _check_click
+
+	core = SimpleNamespace(config=ServerConfig())
+	why = {'validation_error': 'Cannot click on <select> elements. Use dropdown_options(index=3) action instead.'}
+	with pytest.raises(BrowserActionFailed, match=r'browser_get_options\{index: 3\}.*--tools core,interaction'):
+		_check_click(core, why, 3)
+	everything = SimpleNamespace(config=ServerConfig(tools=('all',)))
+	with pytest.raises(BrowserActionFailed) as refused:
+		_check_click(everything, why, 3)
+	assert '--tools' not in str(refused.value) and 'dropdown_options' not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+	('kind', 'text', 'value'),
+	[
+		('date', '2011-1-6', '2011-01-06'),
+		('date', 'January 6, 2011', '2011-01-06'),
+		('date', '06.01.2011', None),  # ambiguous: raises
+		('date', '31/02/2011', None),
+		('time', '12:05 am', '00:05'),
+		('time', '24:00', None),
+		('datetime-local', '2011-01-06T09:30', '2011-01-06T09:30'),
+		('month', '02/2011', '2011-02'),
+		('week', '2011W5', '2011-W05'),
+		('week', '2011-W54', None),
+	],
+)
+def test_date_forms(kind: str, text: str, value: str | None) -> None:
+	from browser_use_mcp.tools.interaction import iso_value
+
+	if text == '06.01.2011':
+		with pytest.raises(ValueError, match='day/month'):
+			iso_value(kind, text)
+	else:
+		assert iso_value(kind, text) == value
