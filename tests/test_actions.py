@@ -206,6 +206,12 @@ async def test_hover_opens_css_menus_and_fires_mouseover(mcp: Mcp, pages: str) -
 	await mcp.ok('browser_hover', session_id=SID, index=index_of(state, 'Hover target'))
 	assert await js(mcp, 'document.getElementById("over").dataset.over') == 'yes'
 	assert await js(mcp, 'getComputedStyle(document.querySelector("#menu .sub")).display') == 'none'
+	# an overlay that came after the state: the pointer goes there anyway, and the reply says what it is over
+	veil = 'position:fixed;inset:0;background:rgba(0,0,0,.1)'
+	await js(mcp, f'document.body.insertAdjacentHTML("beforeend", \'<div id="veil" style="{veil}"></div>\')')
+	covered = await mcp.ok('browser_hover', session_id=SID, index=index_of(state, 'Hover target'))
+	assert '<div id=veil>' in covered.text, covered.text
+	await js(mcp, 'document.getElementById("veil").remove()')
 	# below the fold: scrolled into view first
 	await mcp.ok('browser_hover', session_id=SID, index=index_of(state, 'Far target'))
 	assert await js(mcp, '[document.getElementById("far").dataset.over, window.scrollY > 0]') == ['yes', True]

@@ -110,8 +110,49 @@ async def browser_hover(state: SessionState, args: HoverArgs, call: Call) -> str
 	Call browser_get_state (or pass include_state) to see what appeared."""
 	node = await element(state, args.index)
 	cdp, x, y = await element_point(state, node, args.index)
+	cover = await covered_by(cdp, node, x, y)
 	await mouse(cdp, 'mouseMoved', x, y)
-	return f'Hovering over element {args.index} at ({x:.0f}, {y:.0f})'
+	done = f'Hovering over element {args.index} at ({x:.0f}, {y:.0f})'
+	if cover:
+		done += f'; note: {cover} covers that point, so the page sees the mouse over it rather than element {args.index}'
+	return done
+
+
+# Whether the element at the point is ``this`` or inside it (through shadow roots); else what it is.
+CONTAINS = """function(other) {
+	for (let el = other; el; el = el.parentNode || el.host) if (el === this) return null;
+	const role = other.getAttribute && other.getAttribute('role');
+	return '<' + (other.tagName || '#text').toLowerCase() + (other.id ? ' id=' + other.id : '') + (role ? ' role=' + role : '') + '>';
+}"""
+
+
+async def covered_by(cdp: Any, node: Any, x: float, y: float) -> str | None:
+	"""What the browser hit-tests at (x, y) when it is not the element or inside it; None when it is,
+	or when that cannot be told (the pointer then simply goes there)."""
+	send, session_id = cdp.cdp_client.send, cdp.session_id
+	objects = []
+	try:
+		hit = await send.DOM.getNodeForLocation(
+			params={'x': int(x), 'y': int(y), 'includeUserAgentShadowDOM': False}, session_id=session_id
+		)
+		for backend in (node.backend_node_id, hit['backendNodeId']):
+			resolved = await send.DOM.resolveNode(params={'backendNodeId': backend}, session_id=session_id)
+			objects.append(resolved['object']['objectId'])
+		params = {
+			'functionDeclaration': CONTAINS,
+			'objectId': objects[0],
+			'arguments': [{'objectId': objects[1]}],
+			'returnByValue': True,
+		}
+		answer = await send.Runtime.callFunctionOn(params=params, session_id=session_id)
+		return (answer.get('result') or {}).get('value')
+	except Exception as exc:  # e.g. the point is in another frame's renderer
+		logger.debug('could not hit-test (%.0f, %.0f): %s', x, y, str(exc)[:200])
+		return None
+	finally:
+		for object_id in objects:
+			with contextlib.suppress(Exception):
+				await send.Runtime.releaseObject(params={'objectId': object_id}, session_id=session_id)
 
 
 # -- select ------------------------------------------------------------------------------
@@ -424,6 +465,7 @@ async def browser_drag(state: SessionState, args: DragArgs, call: Call) -> str:
 		cdp, x0, y0 = await element_point(state, source, args.from_index)
 		native = bool(await call_on(state, source, DRAGGABLE))
 	else:
+		source = None
 		target = await element(state, args.to_index) if args.to_index is not None else None
 		cdp = await cdp_page(state)
 		x0, y0 = float(args.from_x), float(args.from_y)
@@ -443,10 +485,15 @@ async def browser_drag(state: SessionState, args: DragArgs, call: Call) -> str:
 				f'{name}: the point ({px:.0f}, {py:.0f}) is outside the {width}x{height} viewport; the two ends must be '
 				'visible together. Scroll first, or use a larger window.'
 			)
+	notes = []
+	for index, end, (px, py) in ((args.from_index, source, (x0, y0)), (args.to_index, target, (x1, y1))):
+		cover = await covered_by(cdp, end, px, py) if end is not None else None
+		if cover:
+			notes.append(f'{cover} covers element {index} there, so the page sees the mouse on it')
 	how = await _drag(cdp, (x0, y0), (x1, y1), native)
 	what = f'element {args.from_index}' if args.from_index is not None else f'({x0:.0f}, {y0:.0f})'
 	onto = f'element {args.to_index}' if args.to_index is not None else f'({x1:.0f}, {y1:.0f})'
-	return f'Dragged {what} onto {onto} ({how})'
+	return f'Dragged {what} onto {onto} ({how})' + ''.join(f'; note: {n}' for n in notes)
 
 
 async def _evaluate_in(cdp: Any, expression: str) -> Any:
