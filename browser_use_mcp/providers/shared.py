@@ -128,7 +128,9 @@ class CdpConnection:
 class Shard:
 	"""One browser hosting contexts: a Chromium of ours, or an attached browser."""
 
-	def __init__(self, ws_url: str, connection: CdpConnection, chromium: ChromiumProcess | None, dirs: SessionDirs | None) -> None:
+	def __init__(
+		self, ws_url: str, connection: CdpConnection, chromium: ChromiumProcess | None, dirs: SessionDirs | None
+	) -> None:
 		self.ws_url = ws_url
 		self.connection = connection
 		self.chromium = chromium
@@ -210,11 +212,12 @@ class SharedProvider(BrowserProvider):
 			await self.router.start()
 			shard = await self._reserve()
 		params: dict[str, Any] = {'disposeOnDetach': False}
-		if options is not None and options.proxy is not None:
-			# a context's own proxy; its login is answered by the session's browser-use, per tab
-			params['proxyServer'] = options.proxy.server
-			if options.proxy.bypass:
-				params['proxyBypassList'] = options.proxy.bypass
+		proxy = getattr(profile, 'proxy', None)  # the session's egress door, or its own proxy
+		if proxy is not None and proxy.server:
+			# a context's own proxy; a login without a door is answered by the session's browser-use, per tab
+			params['proxyServer'] = proxy.server
+			if proxy.bypass:
+				params['proxyBypassList'] = proxy.bypass
 		try:
 			result = await shard.connection.send('Target.createBrowserContext', params)
 			# one blank tab, as a fresh Chromium has: browser-use sets up its per-browser listeners
@@ -223,7 +226,9 @@ class SharedProvider(BrowserProvider):
 				'Target.createTarget', {'url': 'about:blank', 'browserContextId': result['browserContextId']}
 			)
 		except CdpError as exc:
-			raise BrowserStartFailed(f'Could not create a browser context: {exc}. {shard.death_detail(self.attach_url)}') from None
+			raise BrowserStartFailed(
+				f'Could not create a browser context: {exc}. {shard.death_detail(self.attach_url)}'
+			) from None
 		finally:
 			shard.reserved -= 1
 		link = ContextLink(shard.ws_url, result['browserContextId'])
@@ -369,6 +374,8 @@ class AttachedEndpoint(Endpoint):
 
 class AttachedProvider(BrowserProvider):
 	"""The browser at a CDP URL, as it is: someone's own Chrome, logged in."""
+
+	network_ours = False  # driven with its own network settings: no egress door
 
 	unsupported_options = {  # noqa: RUF012
 		'proxy': 'the default session drives the browser at --cdp-url as it is, with its own network settings; use a '
