@@ -84,6 +84,12 @@ def classify(ip: Address) -> str | None:
 	return None
 
 
+def _local(ip: Address) -> bool:
+	"""An address that reaches this machine (where the server's own ports are)."""
+	why = classify(ip) or ''
+	return 'loopback' in why or 'unspecified' in why
+
+
 def _ip(text: str) -> Address | None:
 	try:
 		return ipaddress.ip_address(text.strip('[]').split('%', 1)[0])
@@ -114,7 +120,7 @@ def pattern_matches(p: Pattern, host: str, port: int, url: str | None) -> bool:
 		return _under(host, p.host)
 	if p.kind == 'url':
 		if url is not None:
-			return url.startswith(p.text) or (url + '/').startswith(p.text) or url.startswith(harden_prefix(p.text))
+			return url.startswith(harden_prefix(p.text))  # the authority pinned: :80 is no prefix of :8080
 		parts = urllib.parse.urlsplit(p.text)
 		try:
 			wanted = parts.port or _default_port(parts.scheme.lower())
@@ -172,7 +178,7 @@ class Policy:
 		if self.block_private and not named:
 			shown = host if host == str(ip) else f'{host} ({ip})'
 			return f'{shown} is {why}'
-		if 'loopback' in why or 'unspecified' in why:
+		if _local(ip):
 			if port in own_ports():
 				return f'{host}:{port} is a port of this server or its browsers'
 		return None
@@ -451,10 +457,11 @@ class Door:
 	async def _open(self, host: str, port: int, tunnel: bool) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, bool]:
 		"""A connection that reaches ``host:port``: to the address checked (direct), or through the
 		upstream (True: an HTTP proxy that takes the request itself, in absolute form)."""
-		await self.own_ports.refresh()
 		upstream = self.upstream
 		if upstream is None or upstream.bypasses(host):
 			addresses = await _resolve(host, port)
+			if any(_local(a) for a in addresses):
+				await self.own_ports.refresh()
 			for ip in addresses:  # every address the name has: the one connected to is among them
 				why = self.policy.address_refusal(host, ip, port, self.own_ports)
 				if why is not None:
@@ -465,6 +472,8 @@ class Door:
 		# is checked all the same, and so is the upstream's own address
 		ip = _ip(host)
 		if ip is not None:
+			if _local(ip):
+				await self.own_ports.refresh()
 			why = self.policy.address_refusal(host, ip, port, self.own_ports)
 			if why is not None:
 				raise Refused(why)
@@ -472,11 +481,15 @@ class Door:
 			resolved: list[Address] = []
 			with contextlib.suppress(Refused):  # a name only the upstream knows is its business
 				resolved = await _resolve(host, port)
+			if any(_local(a) for a in resolved):
+				await self.own_ports.refresh()
 			for address in resolved:
 				why = self.policy.address_refusal(host, address, port, self.own_ports)
 				if why is not None:
 					raise Refused(why)
 		proxy_ips = await _resolve(upstream.host, upstream.port)
+		if any(_local(a) for a in proxy_ips):
+			await self.own_ports.refresh()
 		for proxy_ip in proxy_ips:
 			why = self.policy.address_refusal(upstream.host, proxy_ip, upstream.port, self.own_ports)
 			if why is not None:

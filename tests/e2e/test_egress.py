@@ -186,3 +186,30 @@ async def test_http_allow_private_networks_keeps_the_own_ports_closed(tmp_path: 
 			await mcp.ok('browser_navigate', session_id='a', url=f'{site}/two')
 			r = await mcp.call('browser_navigate', session_id='a', url=f'http://127.0.0.1:{server.port}/dashboard')
 			assert r.is_error and 'port of this server' in r.text, r.text
+
+
+async def test_a_session_proxy_is_chained_behind_the_door(tmp_path: Path, trap: Trap) -> None:
+	"""The session's own proxy (with a login) carries its allowed traffic; the door logs in to it
+	and still refuses what the session's list does not allow, before the proxy sees it."""
+	from tests.e2e.test_session_options import NO_DNS, PASSWORD, PROXIED_HOST, USER, LoopbackProxy
+
+	home = tmp_path / 'home'
+	with LoopbackProxy((USER, PASSWORD)) as proxy:
+		async with running_server(home, env=server_env(home, BROWSER_USE_MCP_CHROMIUM_ARGS=NO_DNS)) as mcp:
+			login = {'server': proxy.url, 'username': USER, 'password': PASSWORD}
+			await mcp.ok('browser_create_session', session_id='p', proxy=login, allowed_domains=[PROXIED_HOST])
+			await mcp.ok('browser_navigate', session_id='p', url=f'http://{PROXIED_HOST}/secret')
+			assert await js(mcp, 'p', 'document.getElementById("via").textContent') == 'via proxy'
+			assert proxy.served == ['/secret'] and proxy.challenged == 0, 'the door sent the login with the request'
+			before = trap.connections
+			await mcp.call(
+				'browser_evaluate',
+				session_id='p',
+				expression=f'fetch("http://{PROXIED_HOST}.evil/x").then(r => r.status, e => "error")',
+			)
+			await js(
+				mcp, 'p', f'(() => {{ setTimeout(() => {{ location = "http://127.0.0.1:{trap.port}/x" }}, 0); return 1 }})()'
+			)
+			await asyncio.sleep(1.0)
+			assert 'not in the allowed domains' in await js(mcp, 'p', 'document.body.innerText')
+			assert proxy.served == ['/secret'] and trap.connections == before
