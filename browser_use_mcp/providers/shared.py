@@ -207,6 +207,11 @@ class SharedProvider(BrowserProvider):
 	def launch_args(self) -> tuple[str, ...]:
 		return self.launcher.user_args  # the shared Chromiums are launched as a session's own
 
+	@property
+	def network_ours(self) -> bool:  # type: ignore[override]
+		"""An attached browser on another machine cannot reach the egress doors on our loopback."""
+		return self.attach_url is None or is_loopback_url(self.attach_url)
+
 	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> ContextEndpoint:
 		with outside_scopes():  # shared by many sessions: closing this one must not stop them
 			await self.router.start()

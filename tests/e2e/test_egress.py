@@ -213,3 +213,21 @@ async def test_a_session_proxy_is_chained_behind_the_door(tmp_path: Path, trap: 
 			await asyncio.sleep(1.0)
 			assert 'not in the allowed domains' in await js(mcp, 'p', 'document.body.innerText')
 			assert proxy.served == ['/secret'] and trap.connections == before
+
+
+async def test_contexts_in_an_attached_browser_go_through_a_door(tmp_path: Path, site: str, trap: Trap) -> None:
+	"""--cdp-url: the contexts the server creates in someone's browser get their door too."""
+	from tests.support import user_chromium
+
+	with user_chromium(tmp_path / 'user-browser') as (url, _proc):
+		home = tmp_path / 'home'
+		env = blocked_env(home, BROWSER_USE_ALLOWED_DOMAINS=site)
+		async with running_server(home, '--cdp-url', url, '--block-private-networks', env=env) as mcp:
+			await mcp.ok('browser_navigate', session_id='c', url=f'{site}/two')
+			before = trap.connections
+			await js(
+				mcp, 'c', f'(() => {{ setTimeout(() => {{ location = "http://127.0.0.1:{trap.port}/x" }}, 0); return 1 }})()'
+			)
+			await asyncio.sleep(1.0)
+			assert 'egress policy' in await js(mcp, 'c', 'document.body.innerText')
+			assert trap.connections == before
