@@ -185,13 +185,15 @@ class Policy:
 
 
 def own_listening_ports() -> set[int]:
-	"""TCP ports this server and the processes it started (its Chromiums) listen on."""
+	"""TCP ports this server and the processes it started (its Chromiums) listen on. Direct
+	children only: a Chromium listens in its browser process, never in a renderer, and a scan of
+	the whole tree took ~180 ms against ~10 ms with two Chromiums."""
 	import psutil
 
 	ports: set[int] = set()
 	try:
 		me = psutil.Process()
-		procs = [me, *me.children(recursive=True)]
+		procs = [me, *me.children()]
 	except psutil.Error:
 		return ports
 	for proc in procs:
@@ -211,7 +213,10 @@ class OwnPorts:
 		self._extra = extra
 		self._lock = asyncio.Lock()
 
-	async def refresh(self) -> None:
+	async def refresh(self, port: int | None = None) -> None:
+		"""Scan again unless the last scan is recent or already names ``port`` (refused anyway)."""
+		if port is not None and port in self._ports:
+			return
 		async with self._lock:
 			if time.monotonic() - self._at < OWN_PORTS_TTL:
 				return
@@ -461,7 +466,7 @@ class Door:
 		if upstream is None or upstream.bypasses(host):
 			addresses = await _resolve(host, port)
 			if any(_local(a) for a in addresses):
-				await self.own_ports.refresh()
+				await self.own_ports.refresh(port)
 			for ip in addresses:  # every address the name has: the one connected to is among them
 				why = self.policy.address_refusal(host, ip, port, self.own_ports)
 				if why is not None:
@@ -473,7 +478,7 @@ class Door:
 		ip = _ip(host)
 		if ip is not None:
 			if _local(ip):
-				await self.own_ports.refresh()
+				await self.own_ports.refresh(port)
 			why = self.policy.address_refusal(host, ip, port, self.own_ports)
 			if why is not None:
 				raise Refused(why)
@@ -482,14 +487,14 @@ class Door:
 			with contextlib.suppress(Refused):  # a name only the upstream knows is its business
 				resolved = await _resolve(host, port)
 			if any(_local(a) for a in resolved):
-				await self.own_ports.refresh()
+				await self.own_ports.refresh(port)
 			for address in resolved:
 				why = self.policy.address_refusal(host, address, port, self.own_ports)
 				if why is not None:
 					raise Refused(why)
 		proxy_ips = await _resolve(upstream.host, upstream.port)
 		if any(_local(a) for a in proxy_ips):
-			await self.own_ports.refresh()
+			await self.own_ports.refresh(upstream.port)
 		for proxy_ip in proxy_ips:
 			why = self.policy.address_refusal(upstream.host, proxy_ip, upstream.port, self.own_ports)
 			if why is not None:

@@ -111,7 +111,7 @@ def test_the_operators_proxy_becomes_the_upstream_and_leaves_the_flags() -> None
 class NoOwnPorts(OwnPorts):
 	"""The test's origin servers run in this very process: not the server's ports here."""
 
-	async def refresh(self) -> None:
+	async def refresh(self, port: int | None = None) -> None:
 		pass
 
 
