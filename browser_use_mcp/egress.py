@@ -437,7 +437,7 @@ class Door:
 		except Refused as refusal:
 			if refusal.status == 403:
 				self.refusals.append(Refusal(host, port, refusal.reason, serial))
-				logger.info('egress refused (%s): %s', self.label, refusal.reason)
+				logger.info('egress refused %s: %s', host, refusal.reason)  # the log line carries the session
 			writer.write(_block_page(refusal.status, refusal.reason))
 			await writer.drain()
 			return

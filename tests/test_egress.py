@@ -80,6 +80,15 @@ def test_private_networks_follow_the_transport_unless_told() -> None:
 	assert not egress.blocks_private(ServerConfig(transport='http', allow_private_networks=True))
 
 
+def test_the_two_flags_contradict_each_other() -> None:
+	from browser_use_mcp.config import load_config
+
+	with pytest.raises(SystemExit, match='contradict'):
+		load_config({}, browser_use=False, block_private_networks=True, allow_private_networks=True)
+	env = {'BROWSER_USE_MCP_BLOCK_PRIVATE_NETWORKS': 'true', 'BROWSER_USE_MCP_TRANSPORT': 'stdio'}
+	assert egress.blocks_private(load_config(env, browser_use=False))
+
+
 def test_only_the_operators_list_opens_a_private_address() -> None:
 	named = egress._named_private(['127.0.0.1', 'http://10.0.0.5:8080/', 'example.com', '*.internal'])
 	policy = Policy(block_private=True, named_private=named)
