@@ -455,7 +455,7 @@ class Door:
 			out = f'{method} {line} {version}\r\n' + ''.join(h + '\r\n' for h in kept) + 'Connection: close\r\n'
 			server_writer.write(out.encode('latin-1') + extra + b'\r\n')
 			await server_writer.drain()
-			await _relay(reader, writer, server_reader, server_writer, rewrite_head=True)
+			await _relay(reader, writer, server_reader, server_writer, rewrite_head=True, body=_body_length(kept))
 		finally:
 			server_writer.close()
 
@@ -599,18 +599,38 @@ async def _socks_connect(
 	await asyncio.wait_for(reader.readexactly(rest + 2), CONNECT_TIMEOUT)
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-	try:
-		while True:
-			data = await asyncio.wait_for(reader.read(CHUNK), IDLE_TIMEOUT)
-			if not data:
-				break
-			writer.write(data)
-			await writer.drain()  # back-pressure: nothing piles up in memory
-	finally:
-		with contextlib.suppress(Exception):
-			if writer.can_write_eof():
-				writer.write_eof()
+def _body_length(headers: list[str]) -> int | None:
+	"""How many bytes of request body follow the head: Content-Length, 0 without one, None
+	(until the client stops) for a chunked body."""
+	length = 0
+	for line in headers:
+		name, _, value = line.partition(':')
+		name = name.strip().lower()
+		if name == 'transfer-encoding' and 'chunked' in value.lower():
+			return None
+		if name == 'content-length':
+			try:
+				length = max(0, int(value.strip()))
+			except ValueError:
+				raise Refused('bad Content-Length', 400) from None
+	return length
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, limit: int | None = None) -> None:
+	"""Copy until EOF (passed on as a half-close), or ``limit`` bytes (a request body: nothing
+	after it reaches the server, and the connection stays open for the answer)."""
+	left = limit
+	while left is None or left > 0:
+		data = await asyncio.wait_for(reader.read(CHUNK if left is None else min(CHUNK, left)), IDLE_TIMEOUT)
+		if not data:
+			with contextlib.suppress(Exception):
+				if writer.can_write_eof():
+					writer.write_eof()
+			return
+		if left is not None:
+			left -= len(data)
+		writer.write(data)
+		await writer.drain()  # back-pressure: nothing piles up in memory
 
 
 def _closing_head(head: bytes) -> bytes:
@@ -630,11 +650,13 @@ async def _relay(
 	server_reader: asyncio.StreamReader,
 	server_writer: asyncio.StreamWriter,
 	rewrite_head: bool = False,
+	body: int | None = None,
 ) -> None:
-	"""Bytes both ways until the server's side ends, either side errs, or both idle out."""
+	"""Bytes both ways until the server's side ends, either side errs, or both idle out.
+	``rewrite_head``: one plain HTTP request, whose ``body`` bytes (None: until EOF) go up."""
 	if rewrite_head:
 		# the client's body (if any) goes up while the response head is awaited
-		up = asyncio.ensure_future(_pipe(client_reader, server_writer))
+		up = asyncio.ensure_future(_pipe(client_reader, server_writer, body))
 		try:
 			head = await asyncio.wait_for(server_reader.readuntil(b'\r\n\r\n'), IDLE_TIMEOUT)
 			client_writer.write(_closing_head(head))

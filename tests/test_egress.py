@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import ipaddress
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
@@ -264,3 +265,30 @@ async def test_the_servers_own_ports_stay_closed_with_loopback_open(origin: Orig
 		assert origin.hits == []
 	finally:
 		await door.close()
+
+
+async def test_a_request_body_goes_up_and_nothing_after_it() -> None:
+	"""One request per connection: bytes after the declared body never reach the server."""
+	received: list[bytes] = []
+
+	async def origin(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+		head = await reader.readuntil(b'\r\n\r\n')
+		body = await reader.readexactly(3)
+		writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok')
+		await writer.drain()
+		with contextlib.suppress(TimeoutError):
+			body += await asyncio.wait_for(reader.read(100), 0.5)
+		received.append(head + body)
+		writer.close()
+
+	server = await asyncio.start_server(origin, '127.0.0.1', 0)
+	port = server.sockets[0].getsockname()[1]
+	door = await Door(Policy(block_private=False), None, NoOwnPorts()).start()
+	try:
+		smuggled = b'GET http://169.254.169.254/latest HTTP/1.1\r\nHost: x\r\n\r\n'
+		reply = await ask(door, f'POST http://127.0.0.1:{port}/p HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc'.encode() + smuggled)
+		assert reply.endswith(b'ok')
+		assert received and received[0].endswith(b'\r\n\r\nabc'), received
+	finally:
+		await door.close()
+		server.close()
