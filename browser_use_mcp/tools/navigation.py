@@ -11,7 +11,7 @@ from browser_use_mcp.egress import BLOCK_TITLE
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import current_title, dispatch, open_url
+from browser_use_mcp.tools.common import check_browser_page, current_title, dispatch, open_url
 
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
 
@@ -35,6 +35,7 @@ class NavigateArgs(Args):
 async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) -> str:
 	"""Open a URL in the session's browser (current tab, or a new tab with new_tab=true).
 	Returns "Navigated to: <url>" once the page has loaded."""
+	check_browser_page(state, args.url)  # before the scheme check: chrome-untrusted:// etc. get the right reason
 	check_url(args.url)
 	door = state.browser.door
 	mark = door.serial if door is not None else 0
