@@ -55,6 +55,7 @@ PATCH_MODULES = (
 	'result_adapters',
 	'dom_capture',
 	'direct_state',
+	'offload_state',
 )
 
 

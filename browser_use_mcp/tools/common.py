@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
-from browser_use_mcp.patches import direct_state, internals
+from browser_use_mcp.patches import direct_state, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
 
 if TYPE_CHECKING:
@@ -188,7 +188,8 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 	# they are only shown, never part of the epoch.
 	titles_read = asyncio.gather(tab_titles(state), current_title(state))
 	try:
-		summary = await direct_state.request_state(bs, include_screenshot)
+		with offload_state.compact_state():  # only the selector map is used: it may be built off the loop
+			summary = await direct_state.request_state(bs, include_screenshot)
 	except BaseException:
 		titles_read.cancel()
 		with contextlib.suppress(BaseException):
