@@ -224,3 +224,45 @@ def test_the_state_fields_a_click_reads_are_kept() -> None:
 	tree_links = {'parent_node', 'children_nodes', 'content_document', 'shadow_roots'}
 	fields = {f.name for f in dataclasses.fields(EnhancedDOMTreeNode)}
 	assert tree_links <= fields  # else _detached would need another look
+
+
+def test_the_worker_leaves_with_a_killed_server(tmp_path: Path) -> None:
+	"""A SIGKILLed server leaves no worker behind (the worker watches its parent), and a program
+	without a ``__main__`` guard is not run again in the worker."""
+	import os
+	import signal
+	import subprocess
+	import sys
+
+	from tests.support import REPO, wait_until
+
+	script = tmp_path / 'unguarded.py'
+	script.write_text(
+		'import sys, time\n'
+		f'sys.path.insert(0, {str(REPO)!r})\n'
+		'from browser_use_mcp.patches import offload_state\n'
+		'print("started", flush=True)\n'
+		'while not offload_state.pool.ready(): time.sleep(0.05)\n'
+		'print(offload_state.pool._started.result(), flush=True)\n'
+		'time.sleep(120)\n'
+	)
+	server = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+	try:
+		assert server.stdout is not None
+		assert server.stdout.readline().strip() == 'started'
+		worker = int(server.stdout.readline())  # not "started" again: the worker did not run the script
+	finally:
+		server.send_signal(signal.SIGKILL)
+		server.wait()
+
+	def gone() -> bool:
+		try:
+			with open(f'/proc/{worker}/stat') as stat:
+				return stat.read().split(') ', 1)[1].startswith('Z')  # ended, not yet reaped
+		except FileNotFoundError:
+			return True
+
+	left = not wait_until(gone, timeout=10)
+	if left:
+		os.kill(worker, signal.SIGKILL)
+	assert not left, f'worker {worker} outlived its server'

@@ -55,6 +55,7 @@ import json
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -283,14 +284,43 @@ def build(job: Job) -> Built:
 	)
 
 
-def _warm() -> None:
-	"""The worker's initializer: import what ``build`` uses once, at start."""
+def _warm(parent: int) -> None:
+	"""The worker's initializer: leave with the server, and import what ``build`` uses once."""
+	threading.Thread(target=_leave_with, args=(parent,), name='leave-with-server', daemon=True).start()
 	import browser_use.dom.serializer.serializer  # noqa: F401
 	import browser_use.dom.service  # noqa: F401
 
 
+def _leave_with(parent: int) -> None:
+	"""End this worker once the server is gone. A worker holds both ends of its job queue's pipe,
+	so a killed server's pipe never reads as closed to it."""
+	while os.getppid() == parent:
+		time.sleep(0.5)
+	os._exit(0)
+
+
 def _ping() -> int:
 	return os.getpid()
+
+
+@contextlib.contextmanager
+def _main_not_reimported() -> Iterator[None]:
+	"""A spawned process imports the parent's ``__main__`` again (by file or by module name) before
+	it runs anything; a program embedding the server without an ``if __name__ == '__main__'`` guard
+	would run again in the worker. The worker needs none of it: while a worker is spawned (within
+	``submit``), ``__main__`` names no file and no module."""
+	main = sys.modules.get('__main__')
+	if main is None:
+		yield
+		return
+	saved = {name: main.__dict__[name] for name in ('__spec__', '__file__') if name in main.__dict__}
+	main.__dict__['__spec__'] = None
+	main.__dict__.pop('__file__', None)
+	try:
+		yield
+	finally:
+		main.__dict__.pop('__spec__', None)
+		main.__dict__.update(saved)
 
 
 class _Pool:
@@ -310,8 +340,11 @@ class _Pool:
 		with self._lock:
 			if self.executor is None:
 				context = multiprocessing.get_context('spawn')
-				self.executor = concurrent.futures.ProcessPoolExecutor(WORKERS, mp_context=context, initializer=_warm)
-				self._started = self.executor.submit(_ping)
+				self.executor = concurrent.futures.ProcessPoolExecutor(
+					WORKERS, mp_context=context, initializer=_warm, initargs=(os.getpid(),)
+				)
+				with _main_not_reimported():
+					self._started = self.executor.submit(_ping)
 				if not self._exit_registered:  # before the interpreter tears down what the executor's threads use
 					atexit.register(self.shutdown, True)
 					self._exit_registered = True
@@ -328,7 +361,9 @@ class _Pool:
 	async def run(self, job: Job) -> Built:
 		assert self.executor is not None
 		try:
-			return await asyncio.wrap_future(self.executor.submit(build, job))
+			with _main_not_reimported():  # a worker that died is replaced within submit
+				submitted = self.executor.submit(build, job)
+			return await asyncio.wrap_future(submitted)
 		except concurrent.futures.process.BrokenProcessPool:
 			logger.warning('the page-state worker died; a new one is started for the next large page')
 			with self._lock:
