@@ -93,6 +93,7 @@ class ServerConfig:
 	fast_dom_capture: bool = True  # browser-use reads the page's trees in one round of CDP requests
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
 	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
+	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
 	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
@@ -169,6 +170,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'fast_dom_capture': (f'{ENV_PREFIX}FAST_DOM_CAPTURE', _truthy),
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
 	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
+	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),

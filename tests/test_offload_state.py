@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from browser_use_mcp import patches
 from browser_use_mcp.catalog import Catalog
@@ -266,3 +268,51 @@ def test_the_worker_leaves_with_a_killed_server(tmp_path: Path) -> None:
 	if left:
 		os.kill(worker, signal.SIGKILL)
 	assert not left, f'worker {worker} outlived its server'
+
+
+# -- the paint-order index: the same union as browser-use's, faster --------------------------------
+
+coordinate = st.floats(min_value=-600, max_value=3000, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def rectangles(draw: st.DrawFn) -> tuple[float, float, float, float]:
+	x, y = draw(coordinate), draw(coordinate)
+	return x, y, x + draw(st.floats(0, 1500)), y + draw(st.floats(0, 1500))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), rectangles()), max_size=120), st.integers(3, 200))
+def test_the_indexed_union_answers_what_browser_uses_answers(steps: list[Any], cap: int) -> None:
+	from browser_use.dom.serializer.paint_order import Rect
+
+	from browser_use_mcp.patches import paint_order_index
+
+	capped = type('Capped', (_original_union(),), {'__slots__': (), '_MAX_RECTS': cap})  # reach the cap too
+	plain, fast = capped(), paint_order_index.indexed(capped)()
+	for adding, (x1, y1, x2, y2) in steps:
+		rect = Rect(x1, y1, x2, y2)
+		if adding:
+			assert fast.add(rect) == plain.add(rect)
+		else:
+			assert fast.contains(rect) == plain.contains(rect)
+		assert fast._rects == plain._rects  # the same pieces, in the same order
+
+
+def test_the_indexed_union_survives_rectangles_without_bands() -> None:
+	from browser_use.dom.serializer.paint_order import Rect
+
+	from browser_use_mcp.patches import paint_order_index
+
+	original = _original_union()
+	plain, fast = original(), paint_order_index.indexed(original)()
+	for rect in (Rect(0, 0, 10, float('inf')), Rect(0, -1e9, 5, 1e9), Rect(2, 2, 4, 4), Rect(0, 5, 20, 8)):
+		assert fast.contains(rect) == plain.contains(rect) and fast.add(rect) == plain.add(rect)
+		assert fast._rects == plain._rects
+
+
+def _original_union() -> type:
+	from browser_use.dom.serializer import paint_order
+
+	union = paint_order.RectUnionPure
+	return union.__mro__[1] if union.__name__ == 'IndexedRectUnion' else union

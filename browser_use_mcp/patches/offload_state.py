@@ -61,7 +61,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from browser_use_mcp.patches import Patch, Saved, pin_problems
+from browser_use_mcp.patches import Patch, Saved, is_active, pin_problems
 
 logger = logging.getLogger(__name__)
 
@@ -284,11 +284,22 @@ def build(job: Job) -> Built:
 	)
 
 
-def _warm(parent: int) -> None:
-	"""The worker's initializer: leave with the server, and import what ``build`` uses once."""
+IN_WORKER_TOO = ('paint_order_index',)  # patches of the serializer the worker applies when the server has them
+
+
+def _warm(parent: int, patch_names: tuple[str, ...] = ()) -> None:
+	"""The worker's initializer: leave with the server, import what ``build`` uses once, and apply
+	the serializer's patches the server applied."""
+	import importlib
+
 	threading.Thread(target=_leave_with, args=(parent,), name='leave-with-server', daemon=True).start()
 	import browser_use.dom.serializer.serializer  # noqa: F401
 	import browser_use.dom.service  # noqa: F401
+
+	from browser_use_mcp import patches
+
+	for name in patch_names:
+		patches.apply(importlib.import_module(f'browser_use_mcp.patches.{name}').PATCH, enabled=True)
 
 
 def _leave_with(parent: int) -> None:
@@ -341,7 +352,10 @@ class _Pool:
 			if self.executor is None:
 				context = multiprocessing.get_context('spawn')
 				self.executor = concurrent.futures.ProcessPoolExecutor(
-					WORKERS, mp_context=context, initializer=_warm, initargs=(os.getpid(),)
+					WORKERS,
+					mp_context=context,
+					initializer=_warm,
+					initargs=(os.getpid(), tuple(name for name in IN_WORKER_TOO if is_active(name))),
 				)
 				with _main_not_reimported():
 					self._started = self.executor.submit(_ping)
