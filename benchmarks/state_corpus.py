@@ -72,19 +72,29 @@ def set_offload(on: bool) -> None:
 
 
 async def timed(catalog: Any, name: str, args: dict[str, Any]) -> tuple[float, str]:
+	"""(ms, text) of one call; a failed call is reported and timed, its text empty."""
 	from browser_use_mcp.tools.base import Call
 
 	started = time.perf_counter()
-	reply = await catalog.call(name, args, Call())
-	return (time.perf_counter() - started) * 1000, reply.text
+	try:
+		text = (await catalog.call(name, args, Call())).text
+	except Exception as exc:
+		print(f'  {name} failed after {time.perf_counter() - started:.1f} s: {exc}', file=sys.stderr)
+		text = ''
+	return (time.perf_counter() - started) * 1000, text
 
 
 async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) -> dict[str, Any]:
 	sid = 'corpus'
 	await timed(catalog, 'browser_navigate', {'session_id': sid, 'url': url})
-	_, counted = await timed(
-		catalog, 'browser_evaluate', {'session_id': sid, 'expression': "document.querySelectorAll('*').length"}
-	)
+	count = {'session_id': sid, 'expression': "document.querySelectorAll('*').length"}
+	counted, deadline = '', time.monotonic() + 15
+	while time.monotonic() < deadline:  # a JS app (the search page) renders after its load: until it stops growing
+		_, now = await timed(catalog, 'browser_evaluate', count)
+		if now == counted:
+			break
+		counted = now
+		await asyncio.sleep(1.0)
 	out: dict[str, Any] = {'elements': counted.strip()}
 	samples: dict[bool, list[float]] = {m: [] for m in modes}
 	lengths: dict[bool, int] = {}
@@ -98,10 +108,11 @@ async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) ->
 			set_offload(mode)
 			ms, text = await timed(catalog, 'browser_get_state', {'session_id': sid})
 			samples[mode].append(ms)
-			lengths[mode] = len(text)
-			counts[mode] = len(json.loads(text)['interactive_elements'])
+			if text:
+				lengths[mode] = len(text)
+				counts[mode] = len(json.loads(text)['interactive_elements'])
 	for mode in modes:
-		out[mode] = {'p50': statistics.median(samples[mode]), 'chars': lengths[mode], 'listed': counts[mode]}
+		out[mode] = {'p50': statistics.median(samples[mode]), 'chars': lengths.get(mode), 'listed': counts.get(mode)}
 	return out
 
 
@@ -158,7 +169,7 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 
 async def main(args: argparse.Namespace) -> None:
 	from benchmarks.common import machine, table
-	from benchmarks.corpus import PAGES, CorpusServer, available
+	from benchmarks.corpus import EXTRA, PAGES, CorpusServer, available
 	from browser_use_mcp.catalog import Catalog
 	from browser_use_mcp.config import load_config
 	from browser_use_mcp.sessions import SessionRegistry
@@ -166,7 +177,9 @@ async def main(args: argparse.Namespace) -> None:
 
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
 	modes = [True, False]
-	pages = [p for p in PAGES if available(p) and (not args.pages or any(s in p.name for s in args.pages))]
+	pages = [
+		p for p in (*PAGES, *EXTRA) if available(p) and (p in PAGES if not args.pages else any(s in p.name for s in args.pages))
+	]
 	missing = [p.name for p in PAGES if not available(p)]
 	with PageServer() as site, CorpusServer() as corpus:
 		site.httpd.handle_error = lambda *_: None
@@ -193,6 +206,7 @@ async def main(args: argparse.Namespace) -> None:
 							'same' if (on['listed'], on['chars']) == (off['listed'], off['chars']) else 'DIFFERENT',
 						]
 					)
+					print(*rows[-1], sep=' | ', file=sys.stderr, flush=True)
 				print(
 					table(
 						f'browser_get_state, warm p50 of {args.repeats} (ms), isolation {args.isolation}',
@@ -200,7 +214,7 @@ async def main(args: argparse.Namespace) -> None:
 						rows,
 					)
 				)
-			heavy = next(p for p in PAGES if available(p) and (args.heavy or pages[-1].name) in p.name)
+			heavy = next(p for p in (*PAGES, *EXTRA) if available(p) and (args.heavy or 'stdtypes') in p.name)
 			heavy_url = f'{site.url if heavy.synthetic else corpus.url}{heavy.path}'
 			stall_rows: dict[str, list[Any]] = {}
 			for on in modes if not args.only_on else [True]:
@@ -229,7 +243,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser.add_argument('--seconds', type=float, default=8.0, help='per phase of the stall measurement')
 	parser.add_argument('--isolation', default='context', choices=['browser', 'context'])
 	parser.add_argument('--pages', nargs='*', help='only pages whose name contains one of these')
-	parser.add_argument('--heavy', help='the heavy page of the stall measurement, by name (default: the last page measured)')
+	parser.add_argument(
+		'--heavy', help='the heavy page of the stall measurement, by name (default: python stdtypes, ~17,000 elements)'
+	)
 	parser.add_argument('--skip-pages', action='store_true')
 	parser.add_argument('--only-on', action='store_true')
 	parser.add_argument('--json', help='write the raw figures here')
