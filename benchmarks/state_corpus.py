@@ -118,6 +118,11 @@ async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) ->
 
 async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, on: bool) -> dict[str, float]:
 	set_offload(on)
+	if on:  # the worker is up before anything is measured
+		from browser_use_mcp.patches import offload_state
+
+		offload_state.pool.ready()
+		assert await offload_state.pool.wait_ready(60), 'the page-state worker did not start'
 	await timed(catalog, 'browser_navigate', {'session_id': 'heavy', 'url': heavy_url})
 	await timed(catalog, 'browser_get_state', {'session_id': 'heavy'})
 	await timed(catalog, 'browser_get_state', {'session_id': 'heavy'})

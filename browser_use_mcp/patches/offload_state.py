@@ -32,7 +32,8 @@ browser-use's own path, which they need for its text representation):
   ``enhanced_dom_tree`` is left empty (content extraction builds its own, as it does when none
   is cached); ``DomService.detect_pagination_buttons`` answers what the worker found for that
   selector map.
-- Until the worker has started (the first large page pays its import, ~1-4 s), or when a page has
+- The worker is spawned at the first large page, which waits for it (its import, ~1-4 s; up to
+  ``START_WAIT``) rather than being built on the loop. When it cannot start, when a page has
   cross-origin iframes browser-use is configured to descend into (those need more CDP), or when
   anything fails, the state is built as browser-use builds it. Small pages (no answer of
   ``RAW_MIN`` bytes or more) are built in process, as before: there the worker's hop would cost
@@ -73,6 +74,7 @@ RAW_MIN = 256 * 1024  # bytes of an answer from which it is worth leaving undeco
 WORKERS = 1  # processes; each ~55 MB with browser-use's DOM modules imported
 FIRST_ID = 1 << 29  # our request ids: above cdp-use's counter, below the context endpoint's 2**30
 WAIT = 10.0  # s for the tree requests (browser-use's first wait)
+START_WAIT = 20.0  # s the first large page waits for the worker to start; then it is built in process
 
 _enabled = False
 _saved = Saved()
@@ -372,6 +374,18 @@ class _Pool:
 			return False
 		return True
 
+	async def wait_ready(self, timeout: float) -> bool:
+		"""Whether the workers can take a job, waiting up to ``timeout`` for them to start (the
+		first large page waits for the spawn rather than holding the loop with an in-process build)."""
+		if self.ready():
+			return True
+		started = self._started
+		if started is None:
+			return False
+		with contextlib.suppress(Exception):
+			await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(started)), timeout)
+		return self.ready()
+
 	async def run(self, job: Job) -> Built:
 		assert self.executor is not None
 		try:
@@ -498,9 +512,9 @@ async def _offloaded(service: Any) -> Any:
 			'viewport_threshold': service.viewport_threshold,
 		},
 	)
-	if trees.large() and pool.ready():
+	if trees.large() and await pool.wait_ready(START_WAIT):
 		built = await pool.run(job)
-	else:  # a small page (cheaper here than a hop), or the worker is not up yet
+	else:  # a small page (cheaper here than a hop), or no worker could be started
 		built = build(job)
 	if built.needs_browser:
 		return None
