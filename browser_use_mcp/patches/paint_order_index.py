@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 BROWSER_USE_VERSION = '0.13.14'
 _MODULE = 'browser_use.dom.serializer.paint_order'
 BAND = 256.0  # px: a band's height
-MAX_BANDS = 4096  # a rectangle spanning more is compared with every other one, as before
+MAX_BANDS = 512  # a rectangle spanning more (131,072 px) is compared with every other one, as before
 
 _saved = Saved()
 
@@ -61,7 +61,7 @@ def indexed(original: type) -> type:
 			"""The rectangles that may intersect ``r``, in the order they were added."""
 			rects = self._rects
 			span = self._span(r)
-			if span is None:
+			if span is None or len(span) > len(rects):  # looking up its bands would cost more than a scan
 				return list(rects)
 			found: set[int] = set(self._everywhere)
 			bands = self._bands
