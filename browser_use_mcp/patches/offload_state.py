@@ -74,6 +74,7 @@ RAW_MIN = 256 * 1024  # bytes of an answer from which it is worth leaving undeco
 WORKERS = 1  # processes; each ~55 MB with browser-use's DOM modules imported
 FIRST_ID = 1 << 29  # our request ids: above cdp-use's counter, below the context endpoint's 2**30
 WAIT = 10.0  # s for the tree requests (browser-use's first wait)
+KEPT_PAGINATIONS = 16  # states whose pagination buttons are kept (sessions building states at once)
 START_WAIT = 20.0  # s the first large page waits for the worker to start; then it is built in process
 
 _enabled = False
@@ -519,8 +520,9 @@ async def _offloaded(service: Any) -> Any:
 	if built.needs_browser:
 		return None
 	state = SerializedDOMState(_root=None, selector_map=built.elements)
-	_pagination.clear()  # only the latest state's buttons are asked for (right after it is built)
 	_pagination[id(state.selector_map)] = (state.selector_map, built.pagination)
+	while len(_pagination) > KEPT_PAGINATIONS:  # each is asked for right after its state is built
+		_pagination.pop(next(iter(_pagination)))
 	timing = {'get_all_trees_total_ms': (read - started) * 1000, **built.timing}
 	timing['get_serialized_dom_tree_total_ms'] = (time.perf_counter() - started) * 1000
 	return state, None, timing
