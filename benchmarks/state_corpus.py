@@ -6,12 +6,13 @@ SessionRegistry through the catalogue in process (no MCP transport), with the co
 --setup``), and prints two tables:
 
 1. per corpus page: its element count, then the warm p50 of ``browser_get_state`` with the
-   ``offload_state`` patch on and off, the two interleaved call by call in the same session
+   ``offload_state`` and ``paint_order_index`` patches on and off (off: browser-use's pipeline on
+   the event loop, as before them), the two interleaved call by call in the same session
    (the machine may be shared: only same-run ratios mean much), and the answer's length;
 2. loop stalls: a light session (navigate to the test site's home page, then get_state) alone and
    beside a heavy one (get_state in a loop on the corpus's biggest page), with a loop-lag probe (a
    task that sleeps 5 ms in a loop and records how late it wakes): light p50/max alone and beside
-   heavy, lag p50/p99/max, for the patch on and off.
+   heavy, lag p50/p99/max, for the patches on and off.
 
 Figures only: nothing here passes or fails.
 """
@@ -64,11 +65,14 @@ class LagProbe:
 
 
 def set_offload(on: bool) -> None:
+	"""This work on (``offload_state`` and ``paint_order_index``) or off (browser-use's pipeline on
+	the loop, as before)."""
 	from browser_use_mcp import patches
-	from browser_use_mcp.patches import offload_state
+	from browser_use_mcp.patches import offload_state, paint_order_index
 
-	patches.revert(offload_state.PATCH)
-	patches.apply(offload_state.PATCH, enabled=on)
+	for patch in (paint_order_index.PATCH, offload_state.PATCH):
+		patches.revert(patch)
+		patches.apply(patch, enabled=on)
 
 
 async def timed(catalog: Any, name: str, args: dict[str, Any]) -> tuple[float, str]:
@@ -215,7 +219,7 @@ async def main(args: argparse.Namespace) -> None:
 				print(
 					table(
 						f'browser_get_state, warm p50 of {args.repeats} (ms), isolation {args.isolation}',
-						['page', 'elements', 'listed', 'offload on', 'offload off', 'on/off', 'chars', 'answers'],
+						['page', 'elements', 'listed', 'patches on', 'patches off', 'on/off', 'chars', 'answers'],
 						rows,
 					)
 				)
@@ -224,13 +228,13 @@ async def main(args: argparse.Namespace) -> None:
 			stall_rows: dict[str, list[Any]] = {}
 			for on in modes if not args.only_on else [True]:
 				result = await stalls(catalog, f'{site.url}/', heavy_url, args.seconds, on)
-				raw[f'stalls offload {"on" if on else "off"}'] = result
+				raw[f'stalls patches {"on" if on else "off"}'] = result
 				for key, value in result.items():
 					stall_rows.setdefault(key, [key]).append(round(value, 1))
 			print(
 				table(
 					f'light session beside a heavy one ({heavy.name}), {args.seconds:.0f} s each (ms)',
-					['measure', *(['offload on', 'offload off'] if not args.only_on else ['offload on'])],
+					['measure', *(['patches on', 'patches off'] if not args.only_on else ['patches on'])],
 					list(stall_rows.values()),
 				)
 			)
