@@ -40,6 +40,11 @@ def _p(values: list[float], q: float) -> float:
 	return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def stalled_share(lags: list[float], seconds: float, over: float = 20.0) -> float:
+	"""Percent of ``seconds`` the loop spent late by more than ``over`` ms (the time of each such stall)."""
+	return sum(lag for lag in lags if lag > over) / (seconds * 1000) * 100
+
+
 class LagProbe:
 	"""A task that sleeps ``period`` in a loop and records how late each wake-up is (ms)."""
 
@@ -171,6 +176,10 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 		'loop lag p50 beside heavy': _p(beside_probe.lags, 0.5),
 		'loop lag p99 beside heavy': _p(beside_probe.lags, 0.99),
 		'loop lag max beside heavy': max(beside_probe.lags or [0.0]),
+		# p99 counts one sample per stall, however long: a 1 s stall is one sample among ~1,000. The
+		# share of the phase spent in stalls over 20 ms weighs each by its length.
+		'% of time in stalls > 20 ms alone': stalled_share(alone_probe.lags, seconds),
+		'% of time in stalls > 20 ms beside heavy': stalled_share(beside_probe.lags, seconds),
 		'heavy get_state p50': statistics.median(heavy_states) if heavy_states else float('nan'),
 		'heavy states during the run': len(heavy_states),
 	}

@@ -71,6 +71,7 @@ CDP_USE_VERSION = '1.4.5'
 _SERVICE = 'browser_use.dom.service:DomService'
 
 RAW_MIN = 256 * 1024  # bytes of an answer from which it is worth leaving undecoded
+WORKER_NICE = 10  # the worker's scheduling niceness: a busy core goes to the event loop first
 WORKERS = 1  # processes; each ~55 MB with browser-use's DOM modules imported
 FIRST_ID = 1 << 29  # our request ids: above cdp-use's counter, below the context endpoint's 2**30
 WAIT = 10.0  # s for the tree requests (browser-use's first wait)
@@ -296,6 +297,8 @@ def _warm(parent: int, patch_names: tuple[str, ...] = ()) -> None:
 	import importlib
 
 	threading.Thread(target=_leave_with, args=(parent,), name='leave-with-server', daemon=True).start()
+	with contextlib.suppress(OSError):  # batch work: the server's loop and the browsers go first
+		os.nice(WORKER_NICE)
 	import browser_use.dom.serializer.serializer  # noqa: F401
 	import browser_use.dom.service  # noqa: F401
 
