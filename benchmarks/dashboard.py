@@ -101,17 +101,25 @@ def stats(values: list[float]) -> str:
 async def frames(browser_url: str, pid: int) -> None:
 	print('\n## 1. Frames of a 1920x1080 page')
 	async with page(browser_url) as cdp:
-		await cdp.send('Emulation.setDeviceMetricsOverride', {'width': 1920, 'height': 1080, 'deviceScaleFactor': 1, 'mobile': False})
+		await cdp.send(
+			'Emulation.setDeviceMetricsOverride', {'width': 1920, 'height': 1080, 'deviceScaleFactor': 1, 'mobile': False}
+		)
 		await cdp.send('Page.enable')
 		await cdp.send('Page.navigate', {'url': ANIMATED})
 		await asyncio.sleep(1)
 		view = {'x': 0, 'y': 0, 'width': 1920, 'height': 1080}
 		variants = {
 			'JPEG q50, clip scaled to 400 px (thumbnail)': {
-				'format': 'jpeg', 'quality': 50, 'optimizeForSpeed': True, 'clip': {**view, 'scale': 400 / 1920},
+				'format': 'jpeg',
+				'quality': 50,
+				'optimizeForSpeed': True,
+				'clip': {**view, 'scale': 400 / 1920},
 			},
 			'JPEG q60, clip scaled to 1280 px (large view)': {
-				'format': 'jpeg', 'quality': 60, 'optimizeForSpeed': True, 'clip': {**view, 'scale': 1280 / 1920},
+				'format': 'jpeg',
+				'quality': 60,
+				'optimizeForSpeed': True,
+				'clip': {**view, 'scale': 1280 / 1920},
 			},
 			'JPEG q50, full size': {'format': 'jpeg', 'quality': 50, 'optimizeForSpeed': True},
 			'PNG, full size': {'format': 'png'},
@@ -139,7 +147,8 @@ async def frames(browser_url: str, pid: int) -> None:
 			cpu, count = tree_cpu(pid), 0
 			started = time.perf_counter()
 			await cdp.send(
-				'Page.startScreencast', {'format': 'jpeg', 'quality': 50, 'maxWidth': width, 'maxHeight': width, 'everyNthFrame': every_nth}
+				'Page.startScreencast',
+				{'format': 'jpeg', 'quality': 50, 'maxWidth': width, 'maxHeight': width, 'everyNthFrame': every_nth},
 			)
 			first = None
 			deadline = time.monotonic() + 10
@@ -162,18 +171,24 @@ async def frames(browser_url: str, pid: int) -> None:
 		cpu, count = await polled(0.15, variants['JPEG q60, clip scaled to 1280 px (large view)'])
 		print(f'captureScreenshot large view every 0.15 s (as the dashboard):    {cpu:5.2f}  ({count} frames)')
 		cpu, count, first = await screencast(400, 1)
-		print(f'startScreencast 400 px, every frame:                             {cpu:5.2f}  ({count} frames, first after {first:.0f} ms)')
+		print(
+			f'startScreencast 400 px, every frame:                             {cpu:5.2f}  ({count} frames, first after {first:.0f} ms)'
+		)
 		cpu, count, first = await screencast(1280, 1)
-		print(f'startScreencast 1280 px, every frame:                            {cpu:5.2f}  ({count} frames, first after {first:.0f} ms)')
+		print(
+			f'startScreencast 1280 px, every frame:                            {cpu:5.2f}  ({count} frames, first after {first:.0f} ms)'
+		)
 		cpu, count, first = await screencast(400, 30)
-		print(f'startScreencast 400 px, every 30th frame (~2/s):                 {cpu:5.2f}  ({count} frames, first after {first:.0f} ms)')
+		print(
+			f'startScreencast 400 px, every 30th frame (~2/s):                 {cpu:5.2f}  ({count} frames, first after {first:.0f} ms)'
+		)
 
 
 async def agents(rounds: int, site: str, browser_url: str) -> None:
 	from tests.e2e.test_http import connect as mcp_connect
 	from tests.e2e.test_http import http_server
 
-	print('\n## 2. Agents\' per-tool latency, dashboard closed vs open (3 sessions, HTTP)')
+	print("\n## 2. Agents' per-tool latency, dashboard closed vs open (3 sessions, HTTP)")
 	token = f'bench-{uuid.uuid4().hex}'
 	sids = ['bench-a', 'bench-b', 'bench-c']
 	timings: dict[str, dict[str, list[float]]] = {m: {} for m in ('closed', 'thumbnails', 'thumbnails + large view')}
@@ -200,7 +215,11 @@ async def agents(rounds: int, site: str, browser_url: str) -> None:
 				await asyncio.gather(*(agent(sid, timings[mode], 4) for sid in sids))
 
 			async with page(browser_url) as person:
-				await person.send('Page.navigate', {'url': f'http://127.0.0.1:{server.port}/dashboard?token={token}'})
+				# sign in with the form (a ?token= in the URL signs nobody in)
+				await person.send('Page.navigate', {'url': f'http://127.0.0.1:{server.port}/dashboard'})
+				await asyncio.sleep(1)
+				fill = f"document.getElementById('token').value = {json.dumps(token)}; document.querySelector('form').submit()"
+				await person.send('Runtime.evaluate', {'expression': fill})
 				await asyncio.sleep(1)
 				dashboard = f'http://127.0.0.1:{server.port}/dashboard'
 
@@ -208,7 +227,9 @@ async def agents(rounds: int, site: str, browser_url: str) -> None:
 					await person.send('Page.navigate', {'url': 'about:blank' if mode == 'closed' else dashboard})
 					await asyncio.sleep(2)  # the page loaded and its first frames taken: steady state is measured
 					if mode == 'thumbnails + large view':
-						await person.send('Runtime.evaluate', {'expression': "document.querySelector('#cards > li button.open').click()"})
+						await person.send(
+							'Runtime.evaluate', {'expression': "document.querySelector('#cards > li button.open').click()"}
+						)
 						await asyncio.sleep(1)
 
 				modes = list(timings)

@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import socket
@@ -30,6 +29,7 @@ from typing import Any
 
 import psutil
 
+from browser_use_mcp.cdp_pipe import CHILD_READ_FD, CHILD_WRITE_FD, PipeMux, install_child_fds, reserve_child_fds
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.patches import internals
 from browser_use_mcp.processes import OWNER_ENV, OWNER_SWITCH, Owner, owner_of, process_tree, wait_gone
@@ -59,10 +59,18 @@ CHROMIUM_CANDIDATES = (
 # machine, like many CI boxes, has no network), and nothing costs memory an automation
 # browser never uses. The GPU (software-rendered when headless) and the network service run
 # inside the browser process instead of two more processes: 5 processes per session become 3
-# and the tree's USS drops by about a quarter. Measured in docs/performance.md.
+# and the tree's USS drops by about a quarter. WebUIOmniboxPopup and WebUIOmniboxAimPopup: from
+# Chromium 156 every browser window (so every session: a context's first tab opens one) builds its
+# omnibox popups as WebUI pages in a renderer of their own (--top-chrome-webui, ~35 MB PSS) that a
+# headless window never shows; both must be off, either one alone keeps that renderer. Versions
+# that do not know a feature ignore it. Measured in docs/performance.md.
+# --component-updater=url-source=about:blank: Chromium 156 installs an "on demand" component at start
+# (an update check to update.googleapis.com), which --disable-component-update does not stop; with a
+# source that is no network URL that check goes nowhere. tests/e2e/test_network.py watches for it.
 EXTRA_ARGS = (
 	'--disable-background-networking',
 	'--disable-component-update',
+	'--component-updater=url-source=about:blank',
 	'--disable-default-apps',
 	'--disable-crash-reporter',
 	'--disable-breakpad',
@@ -70,11 +78,15 @@ EXTRA_ARGS = (
 	'--no-pings',
 	'--password-store=basic',
 	'--use-mock-keychain',
-	'--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,NetworkTimeServiceQuerying',
+	'--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,NetworkTimeServiceQuerying,WebUIOmniboxPopup,WebUIOmniboxAimPopup',
 	'--renderer-process-limit=4',
 	'--in-process-gpu',
 	'--enable-features=NetworkServiceInProcess2',
 )
+
+
+# Switches that would open DevTools elsewhere than our pipe (browser-use's profile, the operator's flags).
+DEVTOOLS_SWITCHES = ('--remote-debugging-port', '--remote-debugging-address', '--remote-debugging-pipe', '--remote-allow-origins')
 
 
 def find_chromium(configured: str | None = None) -> str | None:
@@ -235,29 +247,26 @@ def _set_parent_death_signal() -> None:
 			os._exit(1)
 
 
-_DEVTOOLS_RE = re.compile(r'DevTools listening on (ws://\S+)')
-
-
 class ChromiumProcess:
-	"""One running Chromium: its process group, CDP endpoint and the tail of its stderr."""
+	"""One running Chromium: its process group, its DevTools pipe and the tail of its stderr.
 
-	def __init__(self, proc: asyncio.subprocess.Process, profile_dir: Path) -> None:
+	DevTools is spoken over ``--remote-debugging-pipe`` only: no TCP port a page could reach
+	(see cdp_pipe). Connections of ours are channels of ``self.cdp``; browser-use reaches it
+	through a per-session websocket endpoint of ours (providers/cdp_proxy.py).
+	"""
+
+	def __init__(self, proc: asyncio.subprocess.Process, profile_dir: Path, cdp: PipeMux) -> None:
 		self.proc = proc
 		self.pid = proc.pid
 		self.profile_dir = profile_dir
-		self.ws_url: str | None = None
+		self.cdp = cdp
+		self.product = ''  # e.g. Chrome/156.0.8078.79, once ready
 		self.stderr_tail: deque[str] = deque(maxlen=40)
-		self._ready = asyncio.get_running_loop().create_future()
 		self._reader = asyncio.create_task(self._drain_stderr(), name=f'chromium-{self.pid}-stderr')
 		self._exit_callbacks: list[Callable[[ChromiumProcess], Any]] = []
 		self._waiter = asyncio.create_task(self._wait_exit(), name=f'chromium-{self.pid}-wait')
 		self.stopping = False
-
-	@property
-	def cdp_url(self) -> str:
-		assert self.ws_url, 'browser not ready'
-		host_port = self.ws_url.split('/devtools/', 1)[0].replace('ws://', 'http://')
-		return host_port + '/'
+		cdp.on_close(self._pipe_closed)
 
 	@classmethod
 	async def launch(
@@ -272,7 +281,15 @@ class ChromiumProcess:
 		# Chromium puts a socket under TMPDIR and aborts when the path passes 107 bytes.
 		if len(env.get('TMPDIR', '')) > 60:
 			env['TMPDIR'] = '/tmp'
-		argv = [*args, f'{OWNER_SWITCH}={owner.token}', '--remote-debugging-port=0', 'about:blank']
+		argv = [*args, f'{OWNER_SWITCH}={owner.token}', '--remote-debugging-pipe', 'about:blank']
+		reserve_child_fds()
+		to_child_r, to_child_w = os.pipe()
+		from_child_r, from_child_w = os.pipe()
+
+		def in_child() -> None:
+			install_child_fds(to_child_r, from_child_w)
+			_set_parent_death_signal()
+
 		try:
 			proc = await asyncio.create_subprocess_exec(
 				executable,
@@ -282,31 +299,63 @@ class ChromiumProcess:
 				stderr=asyncio.subprocess.PIPE,
 				env=env,
 				start_new_session=True,
-				preexec_fn=_set_parent_death_signal,
+				pass_fds=(CHILD_READ_FD, CHILD_WRITE_FD),
+				preexec_fn=in_child,
 			)
 		except OSError as exc:
+			for fd in (to_child_r, to_child_w, from_child_r, from_child_w):
+				os.close(fd)
 			raise BrowserStartFailed(
 				f'Could not start the browser at {executable}: {exc}. Install Chromium '
 				'(Debian/Ubuntu: apt-get install chromium) or set BROWSER_USE_MCP_CHROMIUM to its path.'
 			) from exc
+		finally:
+			with contextlib.suppress(OSError):  # the child's ends: only it may hold them, or EOF never comes
+				os.close(to_child_r)
+			with contextlib.suppress(OSError):
+				os.close(from_child_w)
 		if SIDECAR is not None:
 			SIDECAR.track(proc.pid)  # its own session: process group id == pid
-		chromium = cls(proc, profile_dir)
+		cdp = PipeMux()
+		await cdp.start(from_child_r, to_child_w)
+		chromium = cls(proc, profile_dir, cdp)
 		try:
-			await asyncio.wait_for(asyncio.shield(chromium._ready), timeout)
+			await asyncio.wait_for(chromium._until_ready(), timeout)
 		except TimeoutError:
 			await chromium.kill()
 			raise BrowserStartFailed(
-				f'The browser did not open its DevTools endpoint within {timeout:.0f} s.{chromium.reason_suffix()} '
+				f'The browser did not answer on its DevTools pipe within {timeout:.0f} s.{chromium.reason_suffix()} '
 				'Run `browser-use-mcp doctor` for a diagnosis.'
 			) from None
-		except BrowserStartFailed:
-			await chromium.kill()
-			raise
 		except BaseException:
 			await chromium.kill()
 			raise
 		return chromium
+
+	async def _until_ready(self) -> None:
+		"""Chromium answers its first command once DevTools is up; or it exits first."""
+		version = asyncio.ensure_future(self.cdp.call('Browser.getVersion'))
+		try:
+			await asyncio.wait({version, self._waiter}, return_when=asyncio.FIRST_COMPLETED)
+		finally:
+			if not version.done():
+				version.cancel()
+		if version.done() and not version.cancelled() and version.exception() is None:
+			self.product = version.result().get('product', '')
+			return
+		with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # its exit status and stderr say why
+			await asyncio.wait_for(asyncio.gather(asyncio.shield(self._waiter), asyncio.shield(self._reader)), 2)
+		raise BrowserStartFailed(
+			f'The browser exited before it was ready.{self.reason_suffix()} Run `browser-use-mcp doctor` for a diagnosis.'
+		)
+
+	def _pipe_closed(self) -> None:
+		"""The pipe's end is the browser's end: nothing can drive it any more, so make sure it is gone
+		(its exit callbacks then report it)."""
+		if self.alive() and not self.stopping:
+			logger.warning('Chromium %d closed its DevTools pipe; ending it', self.pid)
+			with contextlib.suppress(ProcessLookupError, PermissionError):
+				os.killpg(self.pid, signal.SIGKILL)
 
 	async def _drain_stderr(self) -> None:
 		assert self.proc.stderr is not None
@@ -316,30 +365,10 @@ class ChromiumProcess:
 				if not raw:
 					break
 				line = raw.decode('utf-8', 'replace').rstrip()
-				if not line:
-					continue
-				if self.ws_url is None:
-					match = _DEVTOOLS_RE.search(line)
-					if match:
-						self.ws_url = match.group(1)
-						if not self._ready.done():
-							self._ready.set_result(None)
-						continue
-				self.stderr_tail.append(line)
+				if line:
+					self.stderr_tail.append(line)
 		except (asyncio.CancelledError, Exception):
 			pass
-		finally:
-			if not self._ready.done():
-				with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # its exit status, if it comes at once
-					await asyncio.wait_for(self.proc.wait(), 2)
-			if not self._ready.done():
-				self._ready.set_exception(
-					BrowserStartFailed(
-						f'The browser exited before it was ready.{self.reason_suffix()} '
-						'Run `browser-use-mcp doctor` for a diagnosis.'
-					)
-				)
-				self._ready.exception()  # mark retrieved: launch() may already have given up
 
 	async def _wait_exit(self) -> None:
 		with contextlib.suppress(asyncio.CancelledError):
@@ -399,6 +428,7 @@ class ChromiumProcess:
 		self._reader.cancel()
 		with contextlib.suppress(asyncio.CancelledError):  # the reader catches everything else itself
 			await self._reader
+		self.cdp.close()
 		await wait_gone(members, timeout=3.0)
 		if SIDECAR is not None:
 			SIDECAR.untrack(self.pid)
@@ -420,7 +450,8 @@ def chromium_args(profile: Any, extra: tuple[str, ...] = EXTRA_ARGS, user_args: 
 	for key, values in features.items():
 		if values:
 			merged[key] = f'{key}=' + ','.join(values)
-	return [arg for key, arg in merged.items() if key not in ('--remote-debugging-port',)]
+	# DevTools is ours, over a pipe only: no port a page could reach, whoever asked for one
+	return [arg for key, arg in merged.items() if key not in DEVTOOLS_SWITCHES]
 
 
 def build_profile(base: dict[str, Any], dirs: SessionDirs, headless: bool, overrides: dict[str, Any] | None = None) -> Any:

@@ -31,6 +31,16 @@ def is_secret(name: str) -> bool:
 	return any(word in lowered for word in SECRET_NAMES)
 
 
+def _value(name: str, value: Any, depth: int) -> str:
+	"""One named value: a secret's is ``***``; a mapping of headers keeps its names only (any
+	header may carry a credential: Authorization, X-Api-Key, a session cookie)."""
+	if is_secret(name):
+		return REDACTED
+	if 'header' in name.lower() and isinstance(value, dict):
+		return '{' + ', '.join(f'{k}: {REDACTED}' for k in list(value)[:10]) + (', …' if len(value) > 10 else '') + '}'
+	return _short(value, depth)
+
+
 def _short(value: Any, depth: int = 0) -> str:
 	if isinstance(value, str):
 		text = _USERINFO.sub(f'://{REDACTED}@', value)  # http://user:pass@host
@@ -39,7 +49,7 @@ def _short(value: Any, depth: int = 0) -> str:
 	if isinstance(value, dict):
 		if depth > 1:
 			return '{…}'
-		return '{' + ', '.join(f'{k}: {REDACTED if is_secret(str(k)) else _short(v, depth + 1)}' for k, v in value.items()) + '}'
+		return '{' + ', '.join(f'{k}: {_value(str(k), v, depth + 1)}' for k, v in value.items()) + '}'
 	if isinstance(value, list | tuple):
 		if depth > 1:
 			return '[…]'
@@ -49,7 +59,7 @@ def _short(value: Any, depth: int = 0) -> str:
 
 def summarize(arguments: dict[str, Any]) -> str:
 	"""``name=value`` pairs, secrets replaced by ``***``, long values and the whole cut short."""
-	parts = [f'{k}={REDACTED if is_secret(k) else _short(v)}' for k, v in arguments.items() if k != 'session_id']
+	parts = [f'{k}={_value(k, v, 0)}' for k, v in arguments.items() if k != 'session_id']
 	text = ', '.join(parts)
 	return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + '…'
 

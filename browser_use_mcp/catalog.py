@@ -10,8 +10,11 @@ true, the page state after the handler is appended here too, under the same lock
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +22,16 @@ from browser_use_mcp.errors import InvalidArgument, ToolError, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools import ALL_TOOLS
 from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Hints, Reply, Tool
-from browser_use_mcp.tools.common import ensure_focus, with_page_state
+from browser_use_mcp.tools.common import (
+	current_url,
+	ensure_focus,
+	focused_tab_crashed,
+	replace_crashed_tab,
+	tab_crashed_error,
+	tab_hung_error,
+	watch_crashes,
+	with_page_state,
+)
 
 logger = logging.getLogger('browser_use_mcp.catalog')
 
@@ -28,6 +40,36 @@ HELD_BY_PERSON = (
 	'A person is driving this browser session from the dashboard; this call waits until they release it '
 	'(or stop interacting for a while), then runs.'
 )
+
+# How long one call of a session tool may take (s), from holding the session's lock to its reply
+# (docs/sessions.md, "Deadlines"). A call past it is stopped and answered with what happened: the
+# tab crashed (it is replaced) or stopped responding. include_state adds the state's own bound.
+DEADLINES = {
+	'browser_navigate': 60.0,
+	'browser_go_back': 60.0,
+	'browser_get_state': 60.0,
+	'browser_get_html': 60.0,
+	'browser_screenshot': 45.0,
+	'browser_evaluate': 25.0,  # its expression gets 15 s
+	'browser_extract_content': 240.0,  # an LLM answers
+	'retry_with_browser_use_agent': 3600.0,  # up to max_steps agent steps; cancel it to stop sooner
+}
+DEFAULT_DEADLINE = 45.0
+# tools that still make sense once a crashed focused tab is replaced: they run, with a note
+AFTER_A_CRASH = frozenset({'browser_navigate', 'browser_list_tabs', 'browser_switch_tab'})
+STOP_GRACE = 2.0  # s a call past its deadline gets to unwind before it is answered anyway
+DEADLINE_SCALE_ENV = 'BROWSER_USE_MCP_DEADLINE_SCALE'
+
+
+def deadline(name: str, include_state: bool = False) -> float:
+	"""The bound on one call of tool ``name`` (s); BROWSER_USE_MCP_DEADLINE_SCALE multiplies every one."""
+	try:
+		scale = float(os.environ.get(DEADLINE_SCALE_ENV, '') or 1.0)
+	except ValueError:
+		scale = 1.0
+	base = DEADLINES.get(name, DEFAULT_DEADLINE) + (DEADLINES['browser_get_state'] if include_state else 0.0)
+	return base * (scale if scale > 0 else 1.0)
+
 
 SESSION_ID_SCHEMA = {
 	'type': 'string',
@@ -93,14 +135,20 @@ class Catalog:
 		session_id = args.pop('session_id', None)
 		parsed = tool.parse(args)
 
+		limit = deadline(name, bool(getattr(parsed, 'include_state', False)))
+
+		async def body(state: SessionState) -> Reply | str:
+			await ensure_focus(state)
+			result = await tool.handler(state, parsed, call)
+			if getattr(parsed, 'include_state', False):  # still under the session's lock: the page as the action left it
+				result = await with_page_state(state, _as_reply(result))
+			return result
+
 		async def act(state: SessionState) -> Reply | str:
 			record = state.log.begin(name, args)
 			error: str | None = 'cancelled'
 			try:
-				await ensure_focus(state)
-				result = await tool.handler(state, parsed, call)
-				if getattr(parsed, 'include_state', False):  # still under the session's lock: the page as the action left it
-					result = await with_page_state(state, _as_reply(result))
+				result = await _bounded(name, limit, state, body)
 				error = None
 				return result
 			except ToolError as exc:
@@ -115,10 +163,64 @@ class Catalog:
 		async def waiting(state: SessionState) -> None:
 			await call.report_progress(0, None, HELD_BY_PERSON)
 
-		state, result = await self.sessions.run(call.principal, session_id, act, on_hold=waiting)
+		state, result = await self.sessions.run(call.principal, session_id, act, on_hold=waiting, deadline=limit)
 		reply = _checked(tool, _as_reply(result))
 		reply.notes.extend(state.take_notes())
 		return reply
+
+
+async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> Reply | str:
+	"""``body(state)`` ended by ``limit`` s, or at once when the focused tab's renderer dies: CDP
+	commands to a crashed or hung tab are never answered, so the handler alone might never end."""
+	watch_crashes(state)
+	if await focused_tab_crashed(state):  # crashed since the last call: nothing sent to it would answer
+		now_on = await replace_crashed_tab(state)
+		if name not in AFTER_A_CRASH:
+			raise tab_crashed_error(name, now_on, before=True)
+		state.notes.append(
+			f"Note: the session's tab had crashed (its page's renderer died); it was closed, and this call ran with "
+			f'the session on {now_on}.'
+		)
+	state.crash_signal.clear()
+	work = asyncio.ensure_future(body(state))
+	crash = asyncio.ensure_future(state.crash_signal.wait())
+	try:
+		loop = asyncio.get_running_loop()
+		end = loop.time() + limit
+		while not work.done():
+			crash_seen = False
+			await asyncio.wait({work, crash}, timeout=max(0.0, end - loop.time()), return_when=asyncio.FIRST_COMPLETED)
+			if work.done():
+				break
+			if crash.done():  # a tab crashed: ours? (another tab's crash lets the call go on)
+				crash_seen = True
+				state.crash_signal.clear()
+				crash = asyncio.ensure_future(state.crash_signal.wait())
+				if not await focused_tab_crashed(state):
+					continue
+			elif loop.time() < end:
+				continue
+			work.cancel()
+			await asyncio.wait({work}, timeout=STOP_GRACE)
+			if crash_seen or await focused_tab_crashed(state):
+				raise tab_crashed_error(name, await replace_crashed_tab(state), before=False)
+			url = 'its page'
+			with contextlib.suppress(Exception, TimeoutError):
+				url = await asyncio.wait_for(current_url(state), 1.0)
+			logger.warning('%s overran its %g s deadline; stopped', name, limit)
+			raise tab_hung_error(name, limit, url)
+		try:
+			return work.result()
+		except ToolError:
+			raise
+		except Exception:
+			if await focused_tab_crashed(state):  # the crash is what to say, not the error it caused
+				raise tab_crashed_error(name, await replace_crashed_tab(state), before=False) from None
+			raise
+	finally:
+		crash.cancel()
+		if not work.done():
+			work.cancel()
 
 
 def _as_reply(result: Reply | str) -> Reply:

@@ -58,6 +58,49 @@ def build_parser() -> argparse.ArgumentParser:
 		metavar='SECONDS',
 		help=f'a dashboard takeover ends after this long without input (default 120; env {_env("takeover_timeout")})',
 	)
+	h = parser.add_argument_group('http hardening (docs/security.md)')
+	h.add_argument(
+		'--header-timeout',
+		type=float,
+		metavar='SECONDS',
+		help=f'close a connection that has not sent a whole request header within this time (default 10; env {_env("header_timeout")})',
+	)
+	h.add_argument(
+		'--keep-alive-timeout',
+		type=float,
+		metavar='SECONDS',
+		help=f'close an idle keep-alive connection after this time (default 5; env {_env("keep_alive_timeout")})',
+	)
+	h.add_argument(
+		'--max-connections',
+		type=int,
+		metavar='N',
+		help=f'open HTTP connections at once; more get 503 (default 1000; env {_env("max_connections")})',
+	)
+	h.add_argument(
+		'--max-connections-per-client',
+		type=int,
+		metavar='N',
+		help=f'open connections from one client address; more get 429; 0 = no cap (default 100; env {_env("max_connections_per_client")})',
+	)
+	h.add_argument(
+		'--max-request-body',
+		type=int,
+		metavar='BYTES',
+		help=f'largest request body at /mcp and /messages/; larger gets 413 (default 4194304; env {_env("max_request_body")})',
+	)
+	h.add_argument(
+		'--max-transport-sessions',
+		type=int,
+		metavar='N',
+		help=f'MCP transport sessions (Mcp-Session-Id) per token; one more gets 429 (default 100; env {_env("max_transport_sessions")})',
+	)
+	h.add_argument(
+		'--transport-session-idle',
+		type=float,
+		metavar='SECONDS',
+		help=f'drop an MCP transport session after this long without a request (default 1800; env {_env("transport_session_idle")})',
+	)
 	s = parser.add_argument_group('sessions')
 	s.add_argument(
 		'--idle-timeout',
@@ -94,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
 		type=int,
 		metavar='K',
 		help=f'--isolation context: sessions per shared Chromium (default 16; env {_env("contexts_per_browser")})',
+	)
+	b.add_argument(
+		'--allow-browser-urls',
+		metavar='URLS',
+		help='browser-internal pages the tools may open anyway, comma-separated, e.g. chrome://version,about:version '
+		f'(default none; env {_env("allow_browser_urls")})',
 	)
 	b.add_argument(
 		'--cdp-url',
@@ -148,6 +197,13 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'allow_unauthenticated': ns.allow_unauthenticated,
 		'dashboard_port': ns.dashboard_port,
 		'takeover_timeout': ns.takeover_timeout,
+		'header_timeout': ns.header_timeout,
+		'keep_alive_timeout': ns.keep_alive_timeout,
+		'max_connections': ns.max_connections,
+		'max_connections_per_client': ns.max_connections_per_client,
+		'max_request_body': ns.max_request_body,
+		'max_transport_sessions': ns.max_transport_sessions,
+		'transport_session_idle': ns.transport_session_idle,
 		'idle_timeout': ns.idle_timeout,
 		'max_session_duration': ns.max_session_duration,
 		'max_sessions': ns.max_sessions,
@@ -158,6 +214,9 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'isolation': ns.isolation,
 		'contexts_per_browser': ns.contexts_per_browser,
 		'cdp_url': ns.cdp_url,
+		'allow_browser_urls': tuple(u.strip() for u in ns.allow_browser_urls.split(',') if u.strip())
+		if ns.allow_browser_urls
+		else None,
 		'grid_url': ns.grid_url,
 		'grid_capabilities': _capabilities(ns.grid_capabilities),
 		'grid_timeout': ns.grid_timeout,

@@ -58,6 +58,14 @@ class ServerConfig:
 	allow_unauthenticated: bool = False
 	dashboard_port: int = 0  # stdio: serve the dashboard on 127.0.0.1 at this port; 0 = off (HTTP: always at /dashboard)
 	takeover_timeout: float = 120.0  # s without input after which a dashboard takeover ends by itself
+	# HTTP hardening (docs/security.md#http-hardening)
+	header_timeout: float = 10.0  # s a connection may take to send a whole request header
+	keep_alive_timeout: float = 5.0  # s an idle keep-alive connection stays open between requests
+	max_connections: int = 1000  # open HTTP connections at once; more get a 503 and are closed
+	max_connections_per_client: int = 100  # open connections from one client address; more get a 429; 0 = no cap
+	max_request_body: int = 4 * 1024 * 1024  # bytes of one request body at /mcp and /messages/ (413 beyond); the SDK's default
+	max_transport_sessions: int = 100  # handshake-era transport sessions (Mcp-Session-Id) per principal
+	transport_session_idle: float = 1800.0  # s without a request after which a transport session is dropped
 
 	# lifecycle
 	idle_timeout: float = 600.0
@@ -95,6 +103,7 @@ class ServerConfig:
 	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
 	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
+	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
 	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
 
@@ -145,6 +154,13 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'allow_unauthenticated': (f'{ENV_PREFIX}ALLOW_UNAUTHENTICATED', _truthy),
 	'dashboard_port': (f'{ENV_PREFIX}DASHBOARD_PORT', _int),
 	'takeover_timeout': (f'{ENV_PREFIX}TAKEOVER_TIMEOUT', _float),
+	'header_timeout': (f'{ENV_PREFIX}HEADER_TIMEOUT', _float),
+	'keep_alive_timeout': (f'{ENV_PREFIX}KEEP_ALIVE_TIMEOUT', _float),
+	'max_connections': (f'{ENV_PREFIX}MAX_CONNECTIONS', _int),
+	'max_connections_per_client': (f'{ENV_PREFIX}MAX_CONNECTIONS_PER_CLIENT', _int),
+	'max_request_body': (f'{ENV_PREFIX}MAX_REQUEST_BODY', _int),
+	'max_transport_sessions': (f'{ENV_PREFIX}MAX_TRANSPORT_SESSIONS', _int),
+	'transport_session_idle': (f'{ENV_PREFIX}TRANSPORT_SESSION_IDLE', _float),
 	'idle_timeout': (f'{ENV_PREFIX}IDLE_TIMEOUT', _float),
 	'max_session_duration': (f'{ENV_PREFIX}MAX_SESSION_DURATION', _float),
 	'max_sessions': (f'{ENV_PREFIX}MAX_SESSIONS', _int),
@@ -172,6 +188,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
 	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
+	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
 }
@@ -298,12 +315,29 @@ def validate(config: ServerConfig) -> None:
 		problems.append('grid timeout must be > 0 seconds')
 	if config.grid_default_session not in ('grid', 'local'):
 		problems.append(f'grid default session must be grid or local, not {config.grid_default_session!r}')
+	from browser_use_mcp.urls import browser_url_problem
+
+	problems.extend(p for p in (browser_url_problem(u) for u in config.allow_browser_urls) if p)
 	if config.watchdog not in ('auto', 'on', 'off'):
 		problems.append(f'watchdog must be auto, on or off, not {config.watchdog!r}')
 	if not 0 <= config.dashboard_port < 65536:
 		problems.append(f'dashboard port {config.dashboard_port} is out of range (0 turns the dashboard off)')
 	if config.takeover_timeout <= 0:
 		problems.append('takeover timeout must be > 0 seconds')
+	if config.header_timeout <= 0:
+		problems.append('header timeout must be > 0 seconds')
+	if config.keep_alive_timeout <= 0:
+		problems.append('keep-alive timeout must be > 0 seconds')
+	if config.max_connections < 1:
+		problems.append('max connections must be >= 1')
+	if config.max_connections_per_client < 0:
+		problems.append('max connections per client must be >= 0 (0 means no per-address cap)')
+	if config.max_request_body < 1024:
+		problems.append('max request body must be >= 1024 bytes')
+	if config.max_transport_sessions < 1:
+		problems.append('max transport sessions must be >= 1')
+	if config.transport_session_idle <= 0:
+		problems.append('transport session idle time must be > 0 seconds')
 	if not 0 < config.port < 65536:
 		problems.append(f'port {config.port} is out of range')
 	if problems:

@@ -90,14 +90,58 @@ def check_chromium(configured: str | None) -> Check:
 	return Check('Chromium', 'ok', f'{found} ({version})')
 
 
-def _devtools_product(cdp_url: str) -> str | None:
-	"""The running browser's own name for itself, over loopback, never through a proxy."""
-	opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+UPGRADE_CHROMIUM = 'apt-get update && apt-get install chromium chromium-driver'
+
+
+def parse_apt_policy(text: str) -> tuple[str | None, str | None]:
+	"""(Installed, Candidate) from ``apt-cache policy <package>``; None where apt says ``(none)``."""
+	found: dict[str, str | None] = {'Installed': None, 'Candidate': None}
+	for line in text.splitlines():
+		key, sep, value = line.strip().partition(':')
+		if sep and key in found and found[key] is None:
+			value = value.strip()
+			found[key] = None if not value or value == '(none)' else value
+	return found['Installed'], found['Candidate']
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+	"""156.0.8078.79 of a Debian version (epoch and revision dropped), as numbers to compare."""
+	upstream = version.split(':', 1)[-1].split('-', 1)[0]
+	return tuple(int(part) for part in re.findall(r'\d+', upstream))
+
+
+def apt_policy(package: str = 'chromium', timeout: float = 20.0) -> str | None:
+	"""What ``apt-cache policy`` says of ``package`` (from the package lists as they are), or None."""
 	try:
-		with opener.open(cdp_url + 'json/version', timeout=5) as response:
-			return json.loads(response.read().decode()).get('Browser')
-	except (OSError, ValueError):
+		done = subprocess.run(
+			['apt-cache', 'policy', package], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+		)
+	except (OSError, subprocess.SubprocessError):
 		return None
+	return done.stdout if done.returncode == 0 else None
+
+
+def check_chromium_current(policy: str | None, installed: str | None = None) -> Check | None:
+	"""A warning when the package manager offers a newer Chromium than the one installed (often
+	a security release), with the command that upgrades it; None when it cannot tell."""
+	if not policy:
+		return None
+	listed, candidate = parse_apt_policy(policy)
+	installed = listed or installed
+	if not installed or not candidate:
+		return None
+	try:
+		older = _version_key(installed) < _version_key(candidate)
+	except ValueError:
+		return None
+	if not older:
+		return Check('Chromium current', 'ok', f'{installed} is the newest the package manager offers')
+	return Check(
+		'Chromium current',
+		'warn',
+		f'Chromium {installed} is older than {candidate}, which the package manager offers (often a security release)',
+		f'Upgrade it (and its driver): {UPGRADE_CHROMIUM}',
+	)
 
 
 def launch_fix(message: str, executable: str) -> str:
@@ -166,12 +210,107 @@ async def check_launch(
 			return Check(name, 'fail', exc.message, launch_fix(exc.message, executable))
 		try:
 			ready = time.monotonic() - started
-			product = await asyncio.to_thread(_devtools_product, chromium.cdp_url) or 'browser'
+			product = chromium.product or 'browser'  # its own name for itself, read over the DevTools pipe
 		finally:
 			await chromium.kill()
-		return Check(name, 'ok', f'{product}, headless, DevTools ready in {ready:.1f} s')
+		return Check(name, 'ok', f'{product}, headless, DevTools ready over its pipe in {ready:.1f} s')
 	finally:
 		dirs.remove()
+
+
+def ui_switches(cmdline: list[str]) -> list[str]:
+	"""The switches that make a Chromium renderer one of browser UI (``--top-chrome-webui``, ...)."""
+	found = []
+	for arg in cmdline:
+		name = arg.split('=', 1)[0].lower()
+		if name.startswith('--') and ('webui' in name or 'top-chrome' in name):
+			found.append(arg)
+	return found
+
+
+def renderer_cmdlines(procs: list[Any]) -> list[list[str]]:
+	"""The command lines of the renderers among ``procs`` (psutil processes; gone ones are skipped)."""
+	import psutil
+
+	found = []
+	for proc in procs:
+		try:
+			cmdline = proc.cmdline()
+		except psutil.Error:
+			continue
+		if '--type=renderer' in cmdline:
+			found.append(cmdline)
+	return found
+
+
+UI_RENDERERS_FIX = (
+	'This Chromium builds browser UI (WebUI) for every window, and every session has a window: find the '
+	'feature behind the pages named above and turn it off with --disable-features=<Feature> in '
+	'BROWSER_USE_MCP_CHROMIUM_ARGS, or use another Chromium; please report its version to the project.'
+)
+
+
+async def check_context_renderers(
+	executable: str | None,
+	profile_base: Mapping[str, Any] | None = None,
+	timeout: float = LAUNCH_TIMEOUT,
+	user_args: tuple[str, ...] = (),
+	contexts: int = 2,
+) -> Check:
+	"""Open ``contexts`` browser contexts with one blank tab each, as sessions get them, in a browser
+	launched as a session's is, and count its renderers: one per tab is the cost of a session; a
+	renderer of browser UI (Chromium 156's omnibox popup WebUI, before the launch flags turned it
+	off) is paid by every session for nothing."""
+	from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, build_profile, chromium_args
+	from browser_use_mcp.errors import BrowserStartFailed
+	from browser_use_mcp.providers.cdp_client import CdpConnection, CdpError
+
+	name = 'Renderers per session'
+	if not executable:
+		return Check(name, 'skip', 'no browser to launch')
+	root = Path(tempfile.mkdtemp(prefix='browser-use-mcp-doctor-'))
+	dirs = SessionDirs(profile=root / 'profile', downloads=root / 'downloads', files=root / 'files', root=root)
+	try:
+		for path in (dirs.profile, dirs.downloads, dirs.files):
+			path.mkdir(mode=0o700)
+		try:
+			profile = build_profile(dict(profile_base or {}), dirs, headless=True)
+			chromium = await ChromiumProcess.launch(
+				executable, chromium_args(profile, user_args=user_args), dirs.profile, Owner.current(), timeout
+			)
+		except (BrowserStartFailed, ValueError) as exc:
+			return Check(name, 'skip', f'the browser did not start ({str(exc).splitlines()[0][:200]})')
+		try:
+			connection = CdpConnection(await asyncio.wait_for(chromium.cdp.open_channel(), timeout))
+			try:
+				product = (await connection.send('Browser.getVersion')).get('product', 'the browser')
+				for target in (await connection.send('Target.getTargets')).get('targetInfos', []):
+					if target.get('type') == 'page':  # the start-up tab, as a shared Chromium closes it
+						await connection.send('Target.closeTarget', {'targetId': target['targetId']})
+				for _ in range(contexts):
+					context = (await connection.send('Target.createBrowserContext', {'disposeOnDetach': False}))[
+						'browserContextId'
+					]
+					await connection.send('Target.createTarget', {'url': 'about:blank', 'browserContextId': context})
+				await asyncio.sleep(2.0)  # browser UI is built just after its window opens (well under 1 s here)
+				renderers = renderer_cmdlines(chromium.tree())
+				targets = (await connection.send('Target.getTargets')).get('targetInfos', [])
+			finally:
+				await connection.close()
+		except (CdpError, OSError, TimeoutError) as exc:
+			return Check(name, 'skip', f'could not drive the browser over CDP ({exc})')
+		finally:
+			await chromium.kill()
+	finally:
+		dirs.remove()
+	ui = [r for r in renderers if ui_switches(r)]
+	ui_pages = sorted({t.get('url', '') for t in targets if t.get('type') == 'browser_ui' or 'top-chrome' in t.get('url', '')})
+	counted = f'{product}: {contexts} contexts with one tab each started {len(renderers)} renderer(s)'
+	if ui or len(renderers) > contexts + 1:
+		what = f', {len(ui)} of them browser UI ({", ".join(sorted({s for r in ui for s in ui_switches(r)}))})' if ui else ''
+		pages = f'; browser-UI pages: {", ".join(ui_pages[:4])}' if ui_pages else ''
+		return Check(name, 'warn', f'{counted}{what}{pages}: each session pays for more than its tabs', UI_RENDERERS_FIX)
+	return Check(name, 'ok', f'{counted}, none of browser UI')
 
 
 # -- the machine ---------------------------------------------------------------------------
@@ -420,7 +559,7 @@ def _grid_request(url: str, method: str = 'GET', body: Any = None, timeout: floa
 
 def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True) -> list[Check]:
 	"""The configured Grid: answers, is ready, has a Chrome slot, and gives a working CDP endpoint."""
-	from browser_use_mcp.providers.grid import grid_capabilities, grid_summary
+	from browser_use_mcp.providers.grid import grid_capabilities, grid_summary, plan_request
 
 	base = url.rstrip('/')
 	try:
@@ -451,10 +590,13 @@ def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True)
 		)
 		return checks
 	checks.append(Check('grid chrome', 'ok', f'{slots} Chrome slot(s), {busy} busy'))
-	caps = grid_capabilities(session_args(headless), dict(capabilities))
+	plan = plan_request(url, status, grid_capabilities(session_args(headless), dict(capabilities)), dict(capabilities))
+	if plan.problem:
+		checks.append(Check('grid CDP', 'fail', plan.problem, 'Match --grid-capabilities to a node (docs/grid.md)'))
+		return checks
 	started = time.monotonic()
 	try:
-		value = _grid_request(base + '/session', 'POST', {'capabilities': {'alwaysMatch': caps}}, timeout=60.0)
+		value = _grid_request(base + '/session', 'POST', {'capabilities': {'alwaysMatch': plan.caps}}, timeout=60.0)
 	except (OSError, ValueError) as exc:
 		checks.append(
 			Check('grid CDP', 'fail', f'could not start a browser: {exc}', 'Check --grid-capabilities and the node logs')
@@ -482,7 +624,8 @@ def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True)
 				Check(
 					'grid downloads',
 					'warn',
-					'managed downloads are off: downloaded files stay on the node',
+					"managed downloads are off: downloaded files stay on the node and never reach the session's "
+					'downloads directory (sessions work; their first download says so)',
 					'Start the nodes with --enable-managed-downloads true',
 				)
 			)
@@ -520,6 +663,11 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	env = os.environ if env is None else env
 	browser = check_chromium(config.executable_path)
 	checks = [browser]
+	found = find_chromium(config.executable_path) if browser.status != 'fail' else None
+	# Debian's package (/usr/bin/chromium) only: apt says nothing of another browser's version
+	current = check_chromium_current(apt_policy()) if found and os.path.realpath(found) == '/usr/bin/chromium' else None
+	if current is not None:
+		checks.append(current)
 	on_grid = bool(config.grid_url) and config.grid_default_session == 'grid'
 	if on_grid and browser.status == 'fail':  # every browser runs on the Grid: a local one is optional
 		checks = [Check(browser.name, 'skip', f'{browser.summary} (not needed: every session runs on the Grid)')]
@@ -527,6 +675,10 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	if launch:
 		executable = find_chromium(config.executable_path) if browser.status != 'fail' else None
 		checks.append(asyncio.run(check_launch(executable, config.browser_profile, user_args=config.chromium_args)))
+		if checks[-1].status == 'ok':
+			checks.append(
+				asyncio.run(check_context_renderers(executable, config.browser_profile, user_args=config.chromium_args))
+			)
 	if config.grid_url:
 		checks.extend(check_grid(config.grid_url, config.grid_capabilities, config.headless))
 	checks.append(check_display(config.headless, env))

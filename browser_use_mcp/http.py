@@ -5,7 +5,8 @@ handshake-era protocol and the stateless 2026-07-28 one at /mcp; ``SseServerTran
 serves the legacy HTTP+SSE transport at /sse and /messages/ for clients that speak nothing
 else, such as the 1.x Python SDK); this module adds what a shared server needs around it:
 bearer tokens that map to principals, a refusal to expose an unauthenticated server beyond
-loopback, and the same shutdown as stdio. Browser sessions belong to the registry, not to
+loopback, limits that keep a client without a token from taking it down (guard.py), and the
+same shutdown as stdio. Browser sessions belong to the registry, not to
 the HTTP connection or the transport, so a client that reconnects with a ``session_id`` finds
 it as it left it, over either transport.
 """
@@ -29,7 +30,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 from starlette.applications import Starlette
@@ -41,7 +42,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.dashboard.app import MAX_BODY as DASHBOARD_MAX_BODY
 from browser_use_mcp.dashboard.app import Dashboard, HideToken
+from browser_use_mcp.guard import (
+	FD_RESERVE,
+	BodyLimit,
+	ConnectionGuard,
+	Throttled,
+	TransportSessions,
+	guarded_protocol,
+	quiet_accept_errors,
+	quiet_uvicorn,
+	raise_fd_limit,
+)
+from browser_use_mcp.logs import hide
 from browser_use_mcp.server import PrincipalOf, build_server, run_until_stopped
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
 from browser_use_mcp.telemetry import Telemetry
@@ -56,9 +70,6 @@ DASHBOARD_PATH = '/dashboard'
 MESSAGES_PATH = '/messages/'
 # A token shorter than this can be guessed by anyone who can reach the port.
 MIN_TOKEN_LENGTH = 16
-# How long a handshake-era transport session (Mcp-Session-Id) may sit unused before the SDK
-# drops it. Browser sessions are unaffected: they follow --idle-timeout and survive this.
-MIN_TRANSPORT_IDLE = 1800.0
 # After the browsers are closed, how long uvicorn may take to end open streams.
 HTTP_SHUTDOWN_GRACE = 2.0
 # At shutdown, how long legacy SSE streams stay open for answers to requests still in flight.
@@ -146,6 +157,12 @@ def principal_from_request(ctx: ServerRequestContext[Any, Any]) -> str:
 	if isinstance(user, AuthenticatedUser):
 		return user.access_token.client_id
 	raise PermissionError('request reached a tool without an authenticated principal')
+
+
+def scope_principal(scope: Scope) -> str:
+	"""The principal of an HTTP request's scope (the one principal when there are no tokens)."""
+	user = scope.get('user')
+	return user.access_token.client_id if isinstance(user, AuthenticatedUser) else LOCAL_PRINCIPAL
 
 
 def transport_security(host: str) -> TransportSecuritySettings | None:
@@ -241,9 +258,11 @@ class LegacySse:
 	open, so ``close`` ends them all at shutdown, once requests in flight have their answers.
 	"""
 
-	def __init__(self, server: Server[Any], security: TransportSecuritySettings | None) -> None:
+	def __init__(
+		self, server: Server[Any], security: TransportSecuritySettings | None, max_body: int = DEFAULT_MAX_REQUEST_BODY_SIZE
+	) -> None:
 		self._server = server
-		self.transport = SseServerTransport(MESSAGES_PATH, security_settings=security)
+		self.transport = SseServerTransport(MESSAGES_PATH, security_settings=security, max_request_body_size=max_body)
 		self._streams: set[_SseStream] = set()
 		self._closing = False
 
@@ -294,17 +313,21 @@ def build_app(
 	handshake-era transport session and every SSE session to the principal that opened it.
 	The ``LegacySse`` is ``app.state.legacy_sse``, for ``serve_http`` to close at shutdown.
 	"""
-	idle = config.idle_timeout
 	security = transport_security(config.host)
+	# Browser sessions are unaffected by a transport session's end: they follow --idle-timeout.
 	manager = StreamableHTTPSessionManager(
 		app=server,
 		security_settings=security,
-		session_idle_timeout=max(MIN_TRANSPORT_IDLE, idle) if idle > 0 else None,
+		session_idle_timeout=config.transport_session_idle,
+		max_request_body_size=config.max_request_body,
 	)
-	legacy = LegacySse(server, security)
-	middleware: list[Middleware] = []
-	if dashboard is not None:  # first: a ?token= is gone from the URL before anything logs it
-		middleware.append(Middleware(HideToken))
+	legacy = LegacySse(server, security, config.max_request_body)
+
+	def body_limit(path: str) -> int:
+		return DASHBOARD_MAX_BODY if path.startswith(DASHBOARD_PATH) else config.max_request_body
+
+	# first: a ?token= is gone from the URL before anything logs it; then no body is read unbounded
+	middleware: list[Middleware] = [Middleware(HideToken), Middleware(BodyLimit, limit_for=body_limit)]
 	if verifier is not None:
 		middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)))
 
@@ -317,7 +340,17 @@ def build_app(
 			yield
 
 	routes = [
-		Route(MCP_PATH, endpoint=protect(StreamableHTTPASGIApp(manager))),
+		Route(
+			MCP_PATH,
+			endpoint=protect(
+				TransportSessions(
+					StreamableHTTPASGIApp(manager),
+					scope_principal,
+					cap=config.max_transport_sessions,
+					idle=config.transport_session_idle,
+				)
+			),
+		),
 		Route(SSE_PATH, endpoint=protect(legacy.stream)),
 		Route(MESSAGES_PATH, endpoint=protect(legacy.transport.handle_post_message)),
 		*(dashboard.routes() if dashboard is not None else []),
@@ -334,7 +367,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 	try:
 		sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 		sock.bind((host.strip('[]'), port))
-		sock.listen(128)
+		sock.listen(1024)  # the kernel caps it at somaxconn; a flood of connects should not crowd out the rest
 	except OSError as exc:
 		sock.close()
 		raise SystemExit(f'Cannot listen on {host}:{port}: {exc.strerror or exc}') from None
@@ -342,7 +375,21 @@ def bind_socket(host: str, port: int) -> socket.socket:
 	return sock
 
 
-def _uvicorn_server(app: Starlette, config: ServerConfig) -> Any:
+def connection_guard(config: ServerConfig) -> ConnectionGuard:
+	"""The caps on connections, with the open-file limit raised as far as it goes and
+	--max-connections lowered if the descriptors would run out before it is reached."""
+	soft = raise_fd_limit()
+	cap = config.max_connections
+	if soft and cap > soft - FD_RESERVE:
+		lowered = max(1, soft - FD_RESERVE)
+		logger.warning('--max-connections %d is more than the open-file limit (%d) allows; using %d', cap, soft, lowered)
+		cap = lowered
+	quiet_accept_errors(asyncio.get_running_loop(), Throttled(logger))
+	quiet_uvicorn()
+	return ConnectionGuard(cap, config.max_connections_per_client, config.header_timeout)
+
+
+def _uvicorn_server(app: Starlette, config: ServerConfig, guard: ConnectionGuard) -> Any:
 	import uvicorn
 
 	from browser_use_mcp.patches import uvicorn_signals
@@ -355,6 +402,8 @@ def _uvicorn_server(app: Starlette, config: ServerConfig) -> Any:
 		lifespan='on',
 		timeout_graceful_shutdown=1,
 		server_header=False,
+		http=guarded_protocol(guard),  # h11 with connection caps and a header deadline (guard.py)
+		timeout_keep_alive=config.keep_alive_timeout,
 	)
 	# uvicorn.Server minus its own SIGTERM/SIGINT handlers: run_until_stopped alone owns the signals,
 	# so sessions close first (patches/uvicorn_signals.py)
@@ -366,6 +415,7 @@ async def serve_http(config: ServerConfig) -> None:
 	close every browser."""
 	check_exposure(config)
 	check_tokens(config)
+	hide(*config.auth_tokens)  # no log line carries one verbatim, whoever logs it
 	verifier = TokenPrincipals(config.auth_tokens) if config.auth_tokens else None
 	short = sum(1 for t in config.auth_tokens if len(t) < MIN_TOKEN_LENGTH)
 	if short:
@@ -390,7 +440,7 @@ async def serve_http(config: ServerConfig) -> None:
 		)
 		app = build_app(server, config, verifier, dashboard)
 		legacy = app.state.legacy_sse
-		uv = _uvicorn_server(app, config)
+		uv = _uvicorn_server(app, config, connection_guard(config))
 		serving = asyncio.create_task(uv.serve(sockets=[sock]), name='http-server')
 		bare = config.host.strip('[]')
 		host = f'[{bare}]' if ':' in bare else bare
@@ -443,8 +493,9 @@ async def standalone_dashboard(config: ServerConfig, registry: SessionRegistry) 
 		return
 	sock = bind_socket('127.0.0.1', config.dashboard_port)
 	dashboard = Dashboard(registry, None, loopback=True, takeover_timeout=config.takeover_timeout)
-	app = Starlette(routes=dashboard.routes(), middleware=[Middleware(HideToken)])
-	uv = _uvicorn_server(app, config)
+	middleware = [Middleware(HideToken), Middleware(BodyLimit, limit_for=lambda _path: DASHBOARD_MAX_BODY)]
+	app = Starlette(routes=dashboard.routes(), middleware=middleware)
+	uv = _uvicorn_server(app, config, connection_guard(config))
 	serving = asyncio.create_task(uv.serve(sockets=[sock]), name='dashboard-server')
 	print(f'browser-use-mcp: dashboard at http://127.0.0.1:{config.dashboard_port}{DASHBOARD_PATH}', file=sys.stderr, flush=True)
 	try:

@@ -166,3 +166,50 @@ def stop_server(server_pid: int, wait: float = 10.0) -> int:
 				proc.kill()
 				killed += 1
 	return killed
+
+
+# -- orphans of our browsers ------------------------------------------------------------------
+#
+# A browser killed from outside (SIGKILL, an out-of-memory kill) leaves its helper processes
+# (renderers, GPU, utilities) without a parent. They are re-parented to init, unless this server
+# is PID 1 (a container without an init) or a child subreaper: then they become ours, and once
+# they exit, zombies under the server that nobody waits for.
+
+PR_GET_CHILD_SUBREAPER = 37
+_zombies_seen: set[int] = set()
+
+
+def adopts_orphans() -> bool:
+	"""Whether orphaned processes are re-parented to this process (PID 1 or a child subreaper)."""
+	if os.getpid() == 1:
+		return True
+	try:
+		import ctypes
+
+		libc = ctypes.CDLL(None, use_errno=True)
+		flag = ctypes.c_int(0)
+		return libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value != 0
+	except (OSError, AttributeError):
+		return False
+
+
+def reap_orphans() -> int:
+	"""Reap zombie children nobody waits for; call it every second or so. A zombie is reaped only
+	when the previous call saw it too: a child of ours that asyncio or subprocess waits for is reaped
+	by them at once, never left a zombie that long. Does nothing unless we adopt orphans."""
+	if not adopts_orphans():
+		return 0
+	found: set[int] = set()
+	with contextlib.suppress(psutil.Error):
+		for child in psutil.Process().children():
+			with contextlib.suppress(psutil.Error):
+				if child.status() == psutil.STATUS_ZOMBIE:
+					found.add(child.pid)
+	reaped = set()
+	for pid in found & _zombies_seen:
+		with contextlib.suppress(ChildProcessError, OSError):
+			if os.waitpid(pid, os.WNOHANG)[0] == pid:
+				reaped.add(pid)
+	_zombies_seen.clear()
+	_zombies_seen.update(found - reaped)
+	return len(reaped)

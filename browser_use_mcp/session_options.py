@@ -6,8 +6,9 @@ provider turns it into BrowserProfile fields (viewport, scale, proxy, permission
 ``emulation`` into per-tab CDP overrides (user agent, locale, timezone, geolocation, headers).
 One more option is one more field here plus the line that applies it.
 
-Secrets (the proxy's credentials) never leave this module in a listing: ``public()`` is what the
-tools show, and the models' repr hides them from logs and tracebacks.
+Secrets (the proxy's credentials, and the values of ``extra_http_headers``: Authorization, API
+keys) never leave this module in a listing: ``public()`` is what the tools and the dashboard show
+(header names, values redacted), and the models' repr hides them from logs and tracebacks.
 """
 
 from __future__ import annotations
@@ -190,7 +191,10 @@ class SessionOptions(BaseModel):
 		'"password"?}. Credentials are never shown back. Refused when the server has a proxy of its own.',
 	)
 	extra_http_headers: Annotated[dict[str, str], AfterValidator(_headers)] | None = Field(
-		None, description='Headers sent with every request of this session, e.g. {"X-Test": "1"}.'
+		None,
+		repr=False,
+		description='Headers sent with every request of this session, e.g. {"X-Test": "1"}. Their values are never '
+		'shown back (listings show the names).',
 	)
 	allowed_domains: Annotated[list[str], AfterValidator(_domains)] | None = Field(
 		None,
@@ -214,11 +218,14 @@ class SessionOptions(BaseModel):
 		return any(getattr(self, name) is not None for name in self.PER_TAB)
 
 	def public(self) -> dict[str, Any]:
-		"""The options as tools show them: what was given, the proxy's credentials redacted."""
+		"""The options as tools show them: what was given, the proxy's credentials and the headers'
+		values redacted."""
 		out: dict[str, Any] = {}
 		for name in self.given:
 			value = getattr(self, name)
-			if isinstance(value, Proxy):
+			if name == 'extra_http_headers':
+				out[name] = dict.fromkeys(value, REDACTED)
+			elif isinstance(value, Proxy):
 				out[name] = value.public()
 			elif isinstance(value, BaseModel):
 				out[name] = value.model_dump()

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 from uuid_extensions import uuid7str
 
-from browser_use_mcp import patches
+from browser_use_mcp import patches, urls
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import (
 	Owner,
@@ -50,6 +50,7 @@ from browser_use_mcp.errors import (
 	SessionNotFound,
 )
 from browser_use_mcp.pool import BrowserPool, Spare
+from browser_use_mcp.processes import reap_orphans
 from browser_use_mcp.providers import Browser, BrowserProvider
 from browser_use_mcp.session_options import SessionOptions
 
@@ -60,6 +61,8 @@ LOCAL_PRINCIPAL = 'local'
 MAX_SESSION_ID_LENGTH = 256
 TOMBSTONE_LIMIT = 1024
 CANCEL_GRACE = 15.0  # s a cancelled handler gets to let go of the browser
+DEATH_NOTICE = 2.0  # s a browser whose connection dropped gets to be seen dead before the error is the call's own
+WEDGED_AFTER = 3600.0  # s after which a call given no deadline no longer keeps its session from expiring
 HOLD_NOTICE = 5.0  # s between progress notices to a call waiting for a person (dashboard takeover)
 
 current_session: contextvars.ContextVar[str] = contextvars.ContextVar('current_session', default='-')
@@ -153,6 +156,7 @@ class SessionState:
 	llm: Any = None  # extraction model, made on first use
 	page_epoch: Any = None  # tools.common.PageEpoch: what the last page state showed, for its indices
 	busy: int = 0
+	busy_until: float = 0.0  # when the running call should be over: past it, the session counts as idle again
 	closed_reason: str | None = None
 	calls: set[asyncio.Task[Any]] = field(default_factory=set)  # tool calls running in it now
 	file_system: Any = None  # browser-use's FileSystem in the session's files directory
@@ -160,6 +164,9 @@ class SessionState:
 	log: CallLog = field(default_factory=CallLog)  # recent tool calls, for the dashboard
 	takeover: Any = None  # dashboard.live.Takeover: a person drives the page and holds the lock
 	saved_states: Path | None = None  # the principal's named storage states (browser_save_state{path})
+	crashed_sessions: set[str] = field(default_factory=set)  # CDP sessions of tabs whose renderer died
+	crash_signal: asyncio.Event = field(default_factory=asyncio.Event)  # set on every such crash
+	crash_watch: Any = None  # the BrowserSession whose crashes are watched (tools.common.watch_crashes)
 	_tools: Any = None
 
 	@property
@@ -183,7 +190,12 @@ class SessionState:
 		self.last_activity = time.time()
 
 	def idle_seconds(self, now: float | None = None) -> float:
-		return 0.0 if self.busy else max(0.0, (now or time.time()) - self.last_activity)
+		"""Seconds without activity; a call in flight is activity until its deadline, not forever
+		(a call wedged past it must not keep its session from expiring)."""
+		now = now or time.time()
+		if self.busy:
+			return 0.0 if now < self.busy_until else now - self.busy_until
+		return max(0.0, now - self.last_activity)
 
 	def expires_in(self, now: float | None = None) -> float | None:
 		"""Seconds until the reaper closes this session (None: never)."""
@@ -197,6 +209,8 @@ class SessionState:
 
 	def take_notes(self) -> list[str]:
 		notes, self.notes = self.notes, []
+		with contextlib.suppress(Exception):
+			notes.extend(self.browser.take_notes())
 		return notes
 
 
@@ -305,6 +319,7 @@ class SessionRegistry:
 
 		config, state_dir = self.config, self._state_dir
 		assert state_dir is not None
+		urls.configure(config.allow_browser_urls)  # what our CDP endpoints let browser-use open
 		process = ProcessProvider(
 			find_chromium(config.executable_path),
 			owner=self.owner,
@@ -511,9 +526,12 @@ class SessionRegistry:
 		*,
 		create: bool = True,
 		on_hold: Callable[[SessionState], Awaitable[None]] | None = None,
+		deadline: float = WEDGED_AFTER,
 	) -> tuple[SessionState, T]:
 		"""Run ``fn`` on the session under its lock; a close of the session cancels it. ``on_hold`` is
-		awaited (then every HOLD_NOTICE s) while the call waits for a person driving it from the dashboard."""
+		awaited (then every HOLD_NOTICE s) while the call waits for a person driving it from the dashboard.
+		``deadline``: when the call should be over (``fn`` keeps it); past it, plus a grace, the session
+		counts as idle again, so a wedged call cannot keep it from expiring."""
 		state = await self.resolve(principal, session_id, create=create)
 		async with self._locked(state, on_hold):
 			if state.closed_reason is not None:
@@ -523,9 +541,10 @@ class SessionRegistry:
 				)
 			if not state.browser.alive():
 				await self._lose(state, 'crashed', state.browser.death_detail())
-				return await self.run(principal, session_id, fn, create=create, on_hold=on_hold)
+				return await self.run(principal, session_id, fn, create=create, on_hold=on_hold, deadline=deadline)
 			state.busy += 1
 			state.touch()
+			state.busy_until = state.last_activity + deadline + CANCEL_GRACE
 			with state.browser.tasks.entered():  # what the call starts belongs to this browser
 				inner = asyncio.create_task(fn(state))
 			state.calls.add(inner)
@@ -546,10 +565,36 @@ class SessionRegistry:
 				with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
 					await asyncio.wait({inner})
 				raise
+			except (SessionLost, SessionClosed):
+				raise
+			except Exception as exc:
+				# The browser died under the call: the connection dropped before its exit was noticed.
+				# That is the session's one-time "lost its browser state", not an error of this call.
+				if state.closed_reason is None and await self._died_under(state, exc):
+					await self._lose(state, 'crashed', state.browser.death_detail())
+				if state.closed_reason is not None:
+					raise self._closed_error(state) from None
+				raise
 			finally:
 				state.calls.discard(inner)
 				state.busy -= 1
 				state.touch()
+
+	@staticmethod
+	async def _died_under(state: SessionState, exc: Exception) -> bool:
+		"""Whether the session's browser is gone; after a dropped connection, its exit may take a
+		moment to be noticed (DEATH_NOTICE)."""
+		if not state.browser.alive():
+			return True
+		text = f'{type(exc).__name__} {exc}'.lower()
+		if not any(word in text for word in ('connection', 'websocket', 'closed', 'broken pipe', 'eof')):
+			return False
+		deadline = time.monotonic() + DEATH_NOTICE
+		while time.monotonic() < deadline:
+			await asyncio.sleep(0.05)
+			if not state.browser.alive() or state.closed_reason is not None:
+				return True
+		return False
 
 	@contextlib.asynccontextmanager
 	async def _locked(
@@ -586,6 +631,9 @@ class SessionRegistry:
 		lost = self._take_loss(state.key)
 		if lost is not None:
 			return lost
+		restart = self._restarts.get(state.key) if state.is_default else None
+		if restart is not None:  # the default session restarts on the next call, which says so in a note
+			return SessionLost(restart.message(state.session_id).replace('Call again with the same session_id', 'Call again'))
 		return SessionClosed(
 			f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call was running; the call '
 			'was cancelled. Call again to start a fresh session with this id.'
@@ -676,6 +724,11 @@ class SessionRegistry:
 				await self.reap()
 			except Exception:  # keep reaping: a failure here must not stop every later expiry
 				logger.exception('expiring idle sessions failed')
+			try:  # helpers of a browser killed from outside, when they are ours to reap
+				if reap_orphans():
+					logger.info('reaped exited helper processes of a browser that was killed')
+			except Exception:
+				logger.exception('reaping orphaned processes failed')
 
 	def _reap_interval(self) -> float:
 		limits = [t for t in (self.config.idle_timeout, self.config.max_session_duration) if t > 0]

@@ -322,10 +322,9 @@ async def _seed_local_storage(state: SessionState, origins: list[OriginState]) -
 	"""Visit each origin in a throw-away tab of the session whose every request is answered here with
 	an empty page (nothing goes out), write its items, close the tab. A connection of our own: its
 	interception never touches the session's browser-use connection or its tabs."""
-	from browser_use_mcp.providers.shared import CdpConnection, CdpError
+	from browser_use_mcp.providers.cdp_client import CdpError
 
-	url, context_id = state.browser.endpoint.browser_target()
-	connection = await CdpConnection.open(url)
+	connection, context_id = await state.browser.endpoint.browser_connection()
 	target = None
 	try:
 		params: dict[str, Any] = {'url': 'about:blank', 'background': True}
@@ -364,7 +363,7 @@ async def _seed_local_storage(state: SessionState, origins: list[OriginState]) -
 
 
 async def _seed_origin(connection: Any, session: str, origin: OriginState) -> None:
-	from browser_use_mcp.providers.shared import CdpError
+	from browser_use_mcp.providers.cdp_client import CdpError
 
 	await connection.send('Page.navigate', {'url': origin.origin + '/'}, session)
 	items = json.dumps([[i.name, i.value] for i in origin.localStorage], ensure_ascii=True)

@@ -15,17 +15,8 @@ die() {
 	exit 1
 }
 
-sudo_=()
-[ "$(id -u)" = 0 ] || sudo_=(sudo)
-export DEBIAN_FRONTEND=noninteractive
-
-apt_install() {
-	command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* yourself"
-	say "installing $* with apt-get"
-	"${sudo_[@]}" apt-get install -y -qq --no-install-recommends "$@" >&2 && return 0
-	"${sudo_[@]}" apt-get update -qq >&2
-	"${sudo_[@]}" apt-get install -y -qq --no-install-recommends "$@" >&2
-}
+# shellcheck source=scripts/apt.sh
+. ../../scripts/apt.sh  # apt_install: the package lists updated first, once per setup
 
 # major.minor.build of the first dotted version in a --version line ("Chromium 150.0.7871.100 built on ...")
 build_of() { grep -oE '[0-9]+\.[0-9]+\.[0-9]+' <<<"$1" | head -1; }
@@ -36,15 +27,16 @@ want=$(build_of "$(chromium --version 2>/dev/null)")
 have=
 [ -x /usr/bin/chromedriver ] && have=$(build_of "$(/usr/bin/chromedriver --version 2>/dev/null || true)")
 if [ "$have" != "$want" ]; then
-	say "chromedriver ${have:-missing}, chromium $want"
-	apt_install chromium-driver chromium || die 'installing chromium-driver failed'
+	say "chromedriver ${have:-missing}, chromium $want; installing chromium-driver chromium with apt-get"
+	apt_install --no-install-recommends chromium-driver chromium || die 'installing chromium-driver failed'
 	have=$(build_of "$(/usr/bin/chromedriver --version 2>/dev/null || true)")
 	want=$(build_of "$(chromium --version 2>/dev/null)")
 	[ "$have" = "$want" ] || die "chromedriver ${have:-missing} still differs from chromium $want"
 fi
 
 if ! command -v java >/dev/null 2>&1; then
-	apt_install openjdk-17-jre-headless || die 'installing openjdk-17-jre-headless failed'
+	say 'installing openjdk-17-jre-headless with apt-get'
+	apt_install --no-install-recommends openjdk-17-jre-headless || die 'installing openjdk-17-jre-headless failed'
 fi
 
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then

@@ -4,6 +4,8 @@
 # With --test, also what only the tests use (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh
 
 have_browser() {
 	[ -n "${BROWSER_USE_MCP_CHROMIUM:-}" ] && [ -x "${BROWSER_USE_MCP_CHROMIUM}" ] && return 0
@@ -15,13 +17,7 @@ have_browser() {
 
 if ! have_browser; then
 	echo "setup: Chromium not found, installing it with apt-get" >&2
-	SUDO=""
-	[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-	export DEBIAN_FRONTEND=noninteractive
-	if ! $SUDO apt-get install -y -qq chromium >/dev/null 2>&1; then
-		$SUDO apt-get update -qq >/dev/null
-		$SUDO apt-get install -y -qq chromium >/dev/null
-	fi
+	apt_install chromium >/dev/null
 fi
 
 PY="${PYTHON:-python3}"

@@ -25,8 +25,10 @@ from types import TracebackType
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
-CHROMEDRIVER = '/usr/bin/chromedriver'
-CHROMIUM = '/usr/bin/chromium'
+# another Chromium and its matching driver (e.g. an older release unpacked beside the system one)
+# for a run of the suite on that version: the same variables the server and scripts/test.sh read
+CHROMEDRIVER = os.environ.get('BROWSER_USE_MCP_CHROMEDRIVER') or '/usr/bin/chromedriver'
+CHROMIUM = os.environ.get('BROWSER_USE_MCP_CHROMIUM') or '/usr/bin/chromium'
 
 # loopback only: ignore any *_proxy in the environment
 _http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -74,12 +76,18 @@ class GridServer:
 	"""``with GridServer(tmp_dir) as grid:`` runs a Grid standalone at ``grid.url`` until the block ends."""
 
 	def __init__(
-		self, tmp_dir: Path | str, max_sessions: int = 4, session_timeout: int = 300, session_request_timeout: int = 300
+		self,
+		tmp_dir: Path | str,
+		max_sessions: int = 4,
+		session_timeout: int = 300,
+		session_request_timeout: int = 300,
+		managed_downloads: bool = True,
 	):
 		self.tmp_dir = Path(tmp_dir).resolve()
 		self.max_sessions = max_sessions
 		self.session_timeout = session_timeout
 		self.session_request_timeout = session_request_timeout
+		self.managed_downloads = managed_downloads  # False: Selenium's default (downloads stay on the node)
 		self.port = 0
 		self.log_path = self.tmp_dir / 'grid.log'
 		self.config_path = self.tmp_dir / 'grid.toml'
@@ -97,6 +105,23 @@ class GridServer:
 	def config(self) -> str:
 		n = self.max_sessions
 		stereotype = json.dumps({'browserName': 'chrome', 'goog:chromeOptions': {'binary': CHROMIUM}})
+		if not self.managed_downloads:  # a plain config: Selenium's defaults but the driver, never downloaded
+			return f"""[server]
+host = "127.0.0.1"
+port = {self.port}
+
+[node]
+detect-drivers = false
+selenium-manager = false
+max-sessions = {n}
+override-max-sessions = true
+
+[[node.driver-configuration]]
+display-name = "chromium"
+webdriver-executable = "{CHROMEDRIVER}"
+max-sessions = {n}
+stereotype = '{stereotype}'
+"""
 		return f"""[server]
 host = "127.0.0.1"
 port = {self.port}

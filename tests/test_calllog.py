@@ -44,3 +44,9 @@ def test_the_log_keeps_the_newest_calls_and_the_one_in_flight() -> None:
 	assert newest['args'] == f"url='http://127.0.0.1/{RECENT_CALLS + 4}'" and newest['duration_ms'] is not None
 	assert newest['ok'] is False and newest['error'] == 'ElementNotFound: no element 3'
 	assert log.recent[-2].as_json()['ok'] is True
+
+
+def test_header_values_are_redacted_and_their_names_kept() -> None:
+	text = summarize({'extra_http_headers': {'Authorization': 'Bearer tok-1', 'X-Api-Key': 'key-2', 'X-Test': 'plain-3'}})
+	assert 'Authorization' in text and 'X-Api-Key' in text and 'X-Test' in text
+	assert not any(value in text for value in ('tok-1', 'key-2', 'plain-3')), text

@@ -109,7 +109,7 @@ def test_session_id_is_optional_on_every_browser_tool(ours: dict) -> None:
 
 
 # Arguments this server adds to upstream's tools: optional, and when omitted the tool does what upstream's does.
-ADDED_ARGUMENTS = {'session_id', 'include_state'}
+ADDED_ARGUMENTS = {'session_id', 'include_state', 'offset', 'max_chars'}  # all optional: upstream's calls still work
 REPORTS_STATE = {
 	'browser_navigate',
 	'browser_click',

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.doctor import (
 	Check,
 	check_chromium,
+	check_context_renderers,
 	check_display,
 	check_launch,
 	check_llm,
@@ -28,6 +30,7 @@ from browser_use_mcp.doctor import (
 	format_report,
 	run_checks,
 	run_doctor,
+	ui_switches,
 )
 from tests.support import REPO, TEST_CHROMIUM_ARGS, owned_processes, running_server, server_env, wait_until
 
@@ -67,6 +70,7 @@ def test_all_checks_pass_on_a_working_machine(tmp_path: Path) -> None:
 	assert by_name['Chromium'].status == 'ok'
 	assert by_name['Chromium launch'].status == 'ok'
 	assert 'DevTools ready' in by_name['Chromium launch'].summary
+	assert by_name['Renderers per session'].status == 'ok', by_name['Renderers per session']
 	assert by_name['LLM (agent tools)'].status == 'warn'  # env={} has no key: a warning, not a failure
 	assert by_name['patch bus_locks'].summary.startswith('active') and by_name['private reads'].status == 'ok'
 	assert exit_code(checks) == 0
@@ -141,6 +145,60 @@ async def test_launch_failure_reports_chromiums_own_reason(broken_chromium: str)
 
 async def test_launch_without_browser_is_skipped() -> None:
 	assert (await check_launch(None)).status == 'skip'
+
+
+# The omnibox popup WebUI that Chromium 156 builds for every window (the launch flags turn it off)
+OMNIBOX_WEBUI = ('WebUIOmniboxPopup', 'WebUIOmniboxAimPopup')
+
+
+def chromium_major() -> int:
+	from browser_use_mcp.browser import find_chromium
+	from browser_use_mcp.doctor import chromium_version
+
+	version = chromium_version(find_chromium(os.environ.get('BROWSER_USE_MCP_CHROMIUM')) or '') or ''
+	digits = re.search(r'(\d+)\.\d+\.\d+', version)
+	return int(digits.group(1)) if digits else 0
+
+
+async def test_context_renderers_one_per_session() -> None:
+	from browser_use_mcp.browser import find_chromium
+
+	check = await check_context_renderers(find_chromium(os.environ.get('BROWSER_USE_MCP_CHROMIUM')), user_args=TEST_CHROMIUM_ARGS)
+	assert check.status == 'ok', check
+	assert '2 renderer(s)' in check.summary and 'Chrome/' in check.summary, check.summary
+
+
+async def test_context_renderers_warns_about_browser_ui(monkeypatch: pytest.MonkeyPatch) -> None:
+	"""Without the flags that turn it off, Chromium 156 starts a browser-UI renderer per context:
+	doctor must say so (older versions have no such UI, and stay ok)."""
+	import browser_use_mcp.browser as browser
+	from browser_use_mcp.browser import find_chromium
+
+	shipped = browser.chromium_args
+
+	def without_the_fix(*args: object, **kwargs: object) -> list[str]:
+		out = []
+		for arg in shipped(*args, **kwargs):  # type: ignore[arg-type]
+			if arg.startswith('--disable-features='):
+				kept = [f for f in arg.split('=', 1)[1].split(',') if f not in OMNIBOX_WEBUI]
+				arg = '--disable-features=' + ','.join(kept)
+			out.append(arg)
+		return out
+
+	monkeypatch.setattr(browser, 'chromium_args', without_the_fix)
+	check = await check_context_renderers(find_chromium(os.environ.get('BROWSER_USE_MCP_CHROMIUM')), user_args=TEST_CHROMIUM_ARGS)
+	if chromium_major() < 156:
+		assert check.status == 'ok', check
+		return
+	assert check.status == 'warn', check
+	assert '--top-chrome-webui' in check.summary and 'omnibox-popup' in check.summary, check.summary
+	assert check.fix and '--disable-features' in check.fix
+
+
+def test_ui_switches() -> None:
+	assert ui_switches(['chromium', '--type=renderer', '--top-chrome-webui', '--lang=en']) == ['--top-chrome-webui']
+	assert ui_switches(['--webui-x=1']) == ['--webui-x=1']
+	assert ui_switches(['--type=renderer', '--disable-features=WebUIOmniboxPopup']) == []
 
 
 def test_display() -> None:
@@ -241,3 +299,48 @@ async def test_tool_error_carries_chromiums_reason(tmp_path: Path, broken_chromi
 		assert REASON in result.text, result.text
 		pid = server.pid
 	assert wait_until(lambda: not owned_processes(pid), timeout=10)
+
+
+POLICY_OLD = """chromium:
+  Installed: 150.0.7871.100-1~deb12u1
+  Candidate: 156.0.8078.79-1~deb12u1
+  Version table:
+     156.0.8078.79-1~deb12u1 500
+        500 http://deb.debian.org/debian-security bookworm-security/main amd64 Packages
+ *** 150.0.7871.100-1~deb12u1 500
+        100 /var/lib/dpkg/status
+"""
+
+
+def test_doctor_warns_when_the_package_manager_offers_a_newer_chromium() -> None:
+	from browser_use_mcp.doctor import UPGRADE_CHROMIUM, check_chromium_current, parse_apt_policy
+
+	assert parse_apt_policy(POLICY_OLD) == ('150.0.7871.100-1~deb12u1', '156.0.8078.79-1~deb12u1')
+	check = check_chromium_current(POLICY_OLD)
+	assert check is not None and check.status == 'warn'
+	assert '150.0.7871.100' in check.summary and '156.0.8078.79' in check.summary
+	assert check.fix and UPGRADE_CHROMIUM in check.fix
+	assert UPGRADE_CHROMIUM == 'apt-get update && apt-get install chromium chromium-driver'
+	current = POLICY_OLD.replace('Installed: 150.0.7871.100', 'Installed: 156.0.8078.79')
+	assert check_chromium_current(current).status == 'ok'
+	# 150.0.7871.100 against 150.0.7871.99: compared as numbers, not as text
+	assert check_chromium_current(POLICY_OLD.replace('156.0.8078.79', '150.0.7871.99')).status == 'ok'
+	assert check_chromium_current('chromium:\n  Installed: (none)\n  Candidate: 156.0\n') is None
+	assert check_chromium_current(None) is None
+
+
+def test_doctor_reads_the_real_apt_cache() -> None:
+	import shutil
+
+	from browser_use_mcp.doctor import apt_policy, check_chromium_current, parse_apt_policy
+
+	if not shutil.which('apt-cache'):
+		pytest.skip('no apt-cache on this machine')
+	policy = apt_policy('chromium')
+	assert policy is not None
+	installed, candidate = parse_apt_policy(policy)
+	assert candidate, policy
+	check = check_chromium_current(policy)
+	assert check is None or check.status in ('ok', 'warn')
+	if installed:
+		assert check is not None and installed.split('-')[0] in check.summary

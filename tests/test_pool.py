@@ -187,6 +187,15 @@ def test_launch_flags_keep_gpu_and_network_in_the_browser_process(tmp_path: Path
 	assert len([a for a in args if a.startswith('--disable-features=')]) == 1
 
 
+def test_launch_flags_turn_off_the_omnibox_webui(tmp_path: Path) -> None:
+	"""Chromium 156 builds it for every window, in a renderer per session (tests/e2e/test_renderers.py);
+	user flags that disable other features are merged with ours, not put in their place."""
+	dirs = SessionDirs(profile=tmp_path / 'p', downloads=tmp_path / 'd', files=tmp_path / 'f')
+	args = chromium_args(build_profile({}, dirs, headless=True), user_args=('--disable-features=Foo',))
+	(disabled,) = [a.split('=', 1)[1].split(',') for a in args if a.startswith('--disable-features=')]
+	assert {'WebUIOmniboxPopup', 'WebUIOmniboxAimPopup', 'Foo'} <= set(disabled)
+
+
 def test_extensions_are_never_downloaded_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 	from browser_use.config import CONFIG
 

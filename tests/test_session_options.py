@@ -139,8 +139,14 @@ async def test_listings_show_the_options_with_the_credentials_redacted(fake: Any
 	registry, _ = await fake()
 	catalog = Catalog(registry)
 	call = Call()
-	created = await catalog.call('browser_create_session', {'session_id': 'p', 'proxy': PROXY, 'locale': 'de-DE'}, call)
-	shown = {'proxy': {'server': PROXY['server'], 'credentials': 'redacted'}, 'locale': 'de-DE'}
+	headers = {'Authorization': f'Bearer {SECRET}', 'X-Api-Key': 'key-' + SECRET}
+	args = {'session_id': 'p', 'proxy': PROXY, 'locale': 'de-DE', 'extra_http_headers': headers}
+	created = await catalog.call('browser_create_session', args, call)
+	shown = {
+		'proxy': {'server': PROXY['server'], 'credentials': 'redacted'},
+		'locale': 'de-DE',
+		'extra_http_headers': {'Authorization': 'redacted', 'X-Api-Key': 'redacted'},
+	}
 	assert created.structured is not None and created.structured['options'] == shown
 	listing = await catalog.call('browser_list_sessions', {}, call)
 	assert listing.structured is not None and listing.structured['sessions'][0]['options'] == shown

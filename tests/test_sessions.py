@@ -327,7 +327,9 @@ async def test_shutdown_releases_everything(tmp_path: Path) -> None:
 
 IDS = ['a', 'b', DEFAULT_SESSION_ID]
 PRINCIPALS = ['p1', 'p2']
-operation = st.tuples(st.sampled_from(['call', 'close', 'crash', 'expire', 'close_all']), st.sampled_from(IDS), st.sampled_from(PRINCIPALS))
+operation = st.tuples(
+	st.sampled_from(['call', 'close', 'crash', 'expire', 'close_all']), st.sampled_from(IDS), st.sampled_from(PRINCIPALS)
+)
 
 
 async def run_model(tmp: Path, steps: list[tuple[str, str, str]]) -> None:
@@ -387,3 +389,23 @@ def test_random_sequences_keep_the_registry_consistent(tmp_path: Path, steps: li
 
 def test_fake_config_is_a_real_server_config(tmp_path: Path) -> None:
 	assert dataclasses.replace(fake_config(tmp_path)).watchdog == 'off'
+
+
+async def test_a_call_wedged_past_its_deadline_does_not_keep_its_session_from_expiring(fake: Any) -> None:
+	registry, _ = await fake(idle_timeout=600)
+	entered = asyncio.Event()
+
+	async def wedged(state: SessionState) -> None:
+		entered.set()
+		await asyncio.Event().wait()  # a browser that never answers
+
+	call = asyncio.create_task(registry.run('local', 'w', wedged, deadline=20))
+	await entered.wait()
+	(state,) = registry.sessions('local')
+	now = time.time()
+	assert await registry.reap(now + 30) == 0, 'busy within its deadline: not idle'
+	assert await registry.reap(now + 599) == 0, 'past its deadline, idle from then on: not yet expired'
+	assert await registry.reap(now + 20 + 15 + 601) == 1, 'expired like an idle session, the call with it'
+	with pytest.raises(SessionLost, match='idle timeout'):
+		await asyncio.wait_for(call, 10)
+	assert state.closed_reason is not None

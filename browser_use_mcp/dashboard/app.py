@@ -1,12 +1,14 @@
 """The dashboard's web side: who is asking, what they may see and do, and the routes.
 
 A principal is found as the MCP endpoint finds it, from a bearer token (an ``Authorization``
-header), or from a dashboard login: ``GET /dashboard?token=T`` or the login form trades a token
-for a random login id in an HttpOnly, SameSite=Strict cookie, so the token itself is kept in no
-cookie, page or log line. Each login has its own CSRF token, embedded in the page and required
-(with a same-origin ``Origin``) on every POST. A session of another principal is a 404, like one
-that does not exist. Without tokens (stdio, or HTTP on loopback without ``--auth-token``) there
-is one principal, as in the tools.
+header), or from a dashboard login: the sign-in form (a POST, never a ``?token=`` in a link,
+which another site could use to sign a person in as the attacker) trades a token for a random
+login id in an HttpOnly, SameSite=Strict cookie, so the token itself is kept in no cookie, page
+or log line. The form carries a CSRF token of its own (double-submitted: a cookie and a field),
+and each login has its own CSRF token, embedded in the page and required (with a same-origin
+``Origin``) on every POST. A session of another principal is a 404, like one that does not
+exist. Without tokens (stdio, or HTTP on loopback without ``--auth-token``) there is one
+principal, as in the tools. No request body is read beyond a few KiB.
 """
 
 from __future__ import annotations
@@ -37,10 +39,16 @@ logger = logging.getLogger('browser_use_mcp.dashboard')
 
 PREFIX = '/dashboard'
 COOKIE = 'bumcp_dashboard'
+SIGN_IN_COOKIE = 'bumcp_sign_in'  # the sign-in form's CSRF token, double-submitted with its field
+SIGN_IN_LIFETIME = 3600
+MAX_BODY = 64 * 1024  # any request body under /dashboard (BodyLimit answers 413 beyond)
+LOGIN_BODY = 4096  # the sign-in form's
+INPUT_BODY = 16384  # one input event's
 LOGIN_LIFETIME = 12 * 3600.0
 MAX_LOGINS = 1024
 MAX_LOGINS_EACH = 16  # per principal: people, browsers and devices signed in at once
-TOKEN_SCOPE_KEY = 'browser_use_mcp.dashboard_token'
+TOKEN_SCOPE_KEY = 'browser_use_mcp.token_in_url'  # set when a ?token= was taken out of the URL
+SECRET_QUERY_KEYS = ('token', 'access_token')
 STATIC = {'dashboard.js': 'text/javascript; charset=utf-8', 'dashboard.css': 'text/css; charset=utf-8'}
 LOOPBACK_HOSTS = ('127.0.0.1', 'localhost', '[::1]')
 
@@ -58,20 +66,39 @@ SECURITY_HEADERS = {
 
 
 class HideToken:
-	"""ASGI wrapper: takes ``token`` out of a dashboard URL's query before anything sees the
-	request, so uvicorn's access log and our own lines never carry it."""
+	"""ASGI wrapper: takes ``token`` (and ``access_token``) out of any URL's query before anything
+	sees the request, so uvicorn's access log and our own lines never carry it. The value is
+	dropped: a token in a URL signs nobody in."""
 
 	def __init__(self, app: ASGIApp) -> None:
 		self.app = app
 
 	async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-		if scope['type'] == 'http' and scope.get('path', '').startswith(PREFIX) and b'token' in scope.get('query_string', b''):
-			pairs = parse_qsl(scope['query_string'].decode('latin-1'), keep_blank_values=True)
-			kept = [(k, v) for k, v in pairs if k != 'token']
-			token = next((v for k, v in pairs if k == 'token'), None)
-			scope['query_string'] = urlencode(kept).encode('latin-1')  # in place: the server logs from this dict
-			scope[TOKEN_SCOPE_KEY] = token
+		query = scope.get('query_string', b'') if scope['type'] in ('http', 'websocket') else b''
+		if b'token' in query:
+			pairs = parse_qsl(query.decode('latin-1'), keep_blank_values=True)
+			kept = [(k, v) for k, v in pairs if k not in SECRET_QUERY_KEYS]
+			if len(kept) != len(pairs):
+				scope['query_string'] = urlencode(kept).encode('latin-1')  # in place: the server logs from this dict
+				scope[TOKEN_SCOPE_KEY] = True
 		await self.app(scope, receive, send)
+
+
+class BodyTooLong(Exception):
+	pass
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+	"""The request's body, read no further than ``limit`` bytes (BodyTooLong beyond)."""
+	declared = request.headers.get('content-length')
+	if declared is not None and declared.isdigit() and int(declared) > limit:
+		raise BodyTooLong
+	body = bytearray()
+	async for chunk in request.stream():
+		body += chunk
+		if len(body) > limit:
+			raise BodyTooLong
+	return bytes(body)
 
 
 @dataclass
@@ -198,7 +225,9 @@ class Dashboard:
 			Route(
 				PREFIX + '/api/sessions/{sid:path}/takeover', self.guard(self.takeover, session=True, csrf=True), methods=['POST']
 			),
-			Route(PREFIX + '/api/sessions/{sid:path}/release', self.guard(self.release, session=True, csrf=True), methods=['POST']),
+			Route(
+				PREFIX + '/api/sessions/{sid:path}/release', self.guard(self.release, session=True, csrf=True), methods=['POST']
+			),
 			Route(PREFIX + '/api/sessions/{sid:path}/input', self.guard(self.input, session=True, csrf=True), methods=['POST']),
 		]
 
@@ -215,7 +244,9 @@ class Dashboard:
 			if csrf and login is not None:  # a cookie login: the browser sends it by itself, so prove the page sent this
 				sent = request.headers.get('x-csrf-token', '')
 				if not self._origin_ok(request) or not hmac.compare_digest(sent.encode(), login.csrf.encode()):
-					return self._error(403, 'Refused: the request lacks the dashboard page\'s CSRF token or comes from another origin.')
+					return self._error(
+						403, "Refused: the request lacks the dashboard page's CSRF token or comes from another origin."
+					)
 			elif csrf and request.headers.get('authorization') is None:
 				return self._error(403, 'Refused: sign in on the dashboard page first (POSTs need its CSRF token).')
 			args: dict[str, Any] = {'principal': principal, 'login_id': login_id}
@@ -234,16 +265,15 @@ class Dashboard:
 	async def page(self, request: Request) -> Response:
 		if not self._host_ok(request):
 			return self._error(421, 'This dashboard answers only to a loopback host name.')
-		token = request.scope.get(TOKEN_SCOPE_KEY)
-		if token is not None:
-			principal = self._token_principal(token)
-			if principal is None:
-				return self._headers(self._login_page('That token is not valid here.', status=401))
-			login_id = self._new_login(principal)
-			return self._headers(self._cookie(RedirectResponse(PREFIX, status_code=303), request, login_id))
 		principal, login, login_id = self.principal(request)
 		if principal is None:
-			return self._headers(self._login_page(None, status=401))
+			note = (
+				'A token in the address does not sign you in (another site could sign you in as someone else that '
+				'way): paste it here instead.'
+				if request.scope.get(TOKEN_SCOPE_KEY)
+				else None
+			)
+			return self._headers(self._login_page(request, note, status=401))
 		if login is None:  # a bearer header, or a server without tokens: the page needs a login for its CSRF token
 			login_id = self._new_login(principal)
 			login = self._logins[login_id]
@@ -256,13 +286,24 @@ class Dashboard:
 			return self._error(421, 'This dashboard answers only to a loopback host name.')
 		if not self._origin_ok(request):
 			return self._error(403, 'Refused: the sign-in form was sent from another origin.')
-		body = (await request.body())[:4096].decode('utf-8', 'replace')
-		token = dict(parse_qsl(body)).get('token')
-		principal = self._token_principal(token)
+		try:
+			body = (await read_body(request, LOGIN_BODY)).decode('utf-8', 'replace')
+		except BodyTooLong:
+			return self._error(413, 'The sign-in form is larger than a sign-in form can be.')
+		form = dict(parse_qsl(body))
+		expected = request.cookies.get(SIGN_IN_COOKIE, '')
+		sent = form.get('csrf', '')
+		if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
+			return self._error(
+				403, "Refused: the sign-in lacks the sign-in form's CSRF token; open /dashboard and sign in there."
+			)
+		principal = self._token_principal(form.get('token'))
 		if principal is None:
-			return self._headers(self._login_page('That token is not valid here.', status=401))
+			return self._headers(self._login_page(request, 'That token is not valid here.', status=401))
 		login_id = self._new_login(principal)
-		return self._headers(self._cookie(RedirectResponse(PREFIX, status_code=303), request, login_id))
+		response = self._cookie(RedirectResponse(PREFIX, status_code=303), request, login_id)
+		response.delete_cookie(SIGN_IN_COOKIE, path=PREFIX)
+		return self._headers(response)
 
 	async def logout(self, request: Request, principal: str, login_id: str | None) -> Response:
 		if login_id is not None:
@@ -295,10 +336,16 @@ class Dashboard:
 		held = state.takeover
 		info.update(
 			title=self.frames.title(state) or _title(state),
-			running=None if current is None else {'tool': current.tool, 'args': current.args, 'elapsed': round(now - current.started, 1)},
+			running=None
+			if current is None
+			else {'tool': current.tool, 'args': current.args, 'elapsed': round(now - current.started, 1)},
 			takeover=None
 			if held is None
-			else {'mine': login_id is not None and held.login == login_id, 'holding': held.holding, 'remaining': round(held.remaining())},
+			else {
+				'mine': login_id is not None and held.login == login_id,
+				'holding': held.holding,
+				'remaining': round(held.remaining()),
+			},
 			calls=[r.as_json() for r in reversed(state.log.recent)],
 		)
 		return info
@@ -339,7 +386,7 @@ class Dashboard:
 		if held is None or held.login != login_id or not held.holding:
 			return self._error(409, 'Take over the session first: input is forwarded only during your takeover.')
 		try:
-			event = json.loads((await request.body())[:16384] or b'null')
+			event = json.loads(await read_body(request, INPUT_BODY) or b'null')
 			if not isinstance(event, dict):
 				raise BadInput('The body must be a JSON object such as {"kind": "click", "x": 0.5, "y": 0.5}.')
 			held.touch()
@@ -347,6 +394,8 @@ class Dashboard:
 				await send_input(state, event)
 		except (BadInput, json.JSONDecodeError) as exc:
 			return self._error(400, str(exc))
+		except BodyTooLong:
+			return self._error(413, f'An input event is at most {INPUT_BODY} bytes.')
 		except Exception as exc:  # the page between documents, say: the person tries again
 			logger.info('input to session %r failed: %r', state.session_id, exc)
 			return self._error(502, 'The page did not take the input (it may be loading); try again.')
@@ -358,17 +407,29 @@ class Dashboard:
 	def _html(body: str, status: int = 200) -> Response:
 		return Response(body, status_code=status, media_type='text/html; charset=utf-8')
 
-	def _login_page(self, problem: str | None, status: int) -> Response:
+	def _login_page(self, request: Request, problem: str | None, status: int) -> Response:
 		note = f'<p class="problem" role="alert">{html.escape(problem)}</p>' if problem else ''
+		csrf = secrets.token_urlsafe(32)
 		body = (
 			'<main class="login"><h1>browser-use-mcp dashboard</h1>'
 			'<p>Sign in with the bearer token your MCP client uses. The token is not stored in the browser: '
 			'you get a sign-in cookie instead.</p>'
 			f'{note}<form method="post" action="{PREFIX}/login"><label for="token">Token</label> '
+			f'<input type="hidden" name="csrf" value="{csrf}"> '
 			'<input id="token" name="token" type="password" autocomplete="current-password" required autofocus> '
 			'<button type="submit">Sign in</button></form></main>'
 		)
-		return self._html(_document('Sign in', body), status)
+		response = self._html(_document('Sign in', body), status)
+		response.set_cookie(
+			SIGN_IN_COOKIE,
+			csrf,
+			max_age=SIGN_IN_LIFETIME,
+			path=PREFIX,
+			httponly=True,
+			samesite='strict',
+			secure=request.url.scheme == 'https',
+		)
+		return response
 
 	def _main_page(self, login: Login) -> str:
 		body = (

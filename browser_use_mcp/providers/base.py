@@ -50,10 +50,16 @@ class Endpoint(ABC):
 			except Exception:
 				logger.exception('a browser-death callback failed')
 
-	def browser_target(self) -> tuple[str, str | None]:
-		"""Where a connection of our own reaches this session's pages: the real browser's CDP URL
-		and the session's browser context in it (None: the browser's default context)."""
-		return self.cdp_url, None
+	def take_notes(self) -> list[str]:
+		"""What the session's next reply should tell its client once (e.g. where a download went)."""
+		return []
+
+	async def browser_connection(self) -> Any:
+		"""A connection of our own to the browser of this session's pages (a ``CdpConnection``: the
+		caller closes it), and the session's browser context in it (None: the default context)."""
+		from browser_use_mcp.providers.cdp_client import CdpConnection
+
+		return await CdpConnection.open(self.cdp_url), None
 
 	@abstractmethod
 	def alive(self) -> bool: ...
@@ -89,6 +95,9 @@ class Browser:
 
 	def death_detail(self) -> str:
 		return self.endpoint.death_detail()
+
+	def take_notes(self) -> list[str]:
+		return self.endpoint.take_notes()
 
 	async def close(self, graceful: bool = False) -> None:
 		"""Tear everything down; never raises."""

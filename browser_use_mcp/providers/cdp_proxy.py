@@ -17,9 +17,10 @@ browser and rewrites what must be scoped to the session's context:
 - target events of other contexts are dropped, and a browser-level auto-attach to another
   context's page is detached at once and never shown.
 
-It is a compatibility boundary, not a security one: the endpoint is ours, on loopback, reached
-only through an unguessable path, and the client on the other side is the server's own
-browser-use. Large page-level messages (DOM snapshots, screenshots) are forwarded without being
+The rewriting is a compatibility boundary, not a security one: its client is the server's own
+browser-use. What keeps pages out is ``ContextRouter``: no request a page could make (it carries an
+``Origin`` or ``Sec-Fetch-*`` header) gets a handshake, nor any path but a session's secret one, and
+no HTTP discovery is served; behind it, a Chromium of ours has no DevTools port at all (cdp_pipe). Large page-level messages (DOM snapshots, screenshots) are forwarded without being
 parsed: only browser-level traffic needs rewriting.
 """
 
@@ -31,12 +32,14 @@ import json
 import logging
 import re
 import secrets
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
 
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from browser_use_mcp import urls
 
 logger = logging.getLogger('browser_use_mcp.providers.cdp_proxy')
 
@@ -79,15 +82,36 @@ REFUSED = frozenset(
 _PAGE_LEVEL_TAIL = re.compile(r',"sessionId":"[0-9A-Fa-f]+"\}$')
 
 
-def _error(message_id: int, text: str, code: int = -32000) -> str:
-	return json.dumps({'id': message_id, 'error': {'code': code, 'message': text}})
+class Upstream(Protocol):
+	"""A connection to the browser: a channel of our Chromium's pipe, or a websocket to an attached one."""
+
+	async def send(self, message: str) -> None: ...
+
+	def __aiter__(self) -> AsyncIterator[str | bytes]: ...
+
+	async def close(self) -> None: ...
+
+
+class Link(Protocol):
+	async def serve(self, client: ServerConnection) -> None: ...
+
+
+def _error(message_id: int, text: str, code: int = -32000, session: str | None = None) -> str:
+	reply: dict[str, Any] = {'id': message_id, 'error': {'code': code, 'message': text}}
+	if session is not None:
+		reply['sessionId'] = session
+	return json.dumps(reply)
+
+
+# Commands that may open a URL: only these are parsed on their way through a passthrough endpoint.
+_NAVIGATING = ('"Page.navigate"', '"Target.createTarget"')
 
 
 class ContextLink:
 	"""One client connection (browser-use) to one context, over its own upstream connection."""
 
-	def __init__(self, upstream_url: str, context_id: str) -> None:
-		self.upstream_url = upstream_url
+	def __init__(self, open_upstream: Callable[[], Awaitable[Upstream]], context_id: str) -> None:
+		self.open_upstream = open_upstream  # a new connection to the browser (a pipe channel, or a websocket)
 		self.context_id = context_id
 		self.targets: set[str] = set()  # the context's targets this connection has heard of
 		self.sessions: set[str] = set()  # CDP sessions attached on this connection to our targets
@@ -96,26 +120,28 @@ class ContextLink:
 		self._own: dict[int, asyncio.Future[dict[str, Any]]] = {}
 		self._next_own = OWN_IDS_START
 		self._client: ServerConnection | None = None
-		self._upstream: ClientConnection | None = None
+		self._upstream: Upstream | None = None
 
 	async def serve(self, client: ServerConnection) -> None:
 		self._client = client
 		self.sessions.clear()  # CDP sessions belong to a connection; a reconnect starts without any
 		self._rewrites.clear()
-		async with connect(self.upstream_url, max_size=None, ping_interval=None, compression=None) as upstream:
-			self._upstream = upstream
-			down = asyncio.create_task(self._pump_down(), name='cdp-proxy-down')
-			try:
-				async for message in client:
-					await self._from_client(message if isinstance(message, str) else message.decode())
-			except ConnectionClosed:
-				pass
-			finally:
-				down.cancel()
-				with contextlib.suppress(asyncio.CancelledError, Exception):
-					await down
-				for future in self._own.values():
-					future.cancel()
+		upstream = await self.open_upstream()
+		self._upstream = upstream
+		down = asyncio.create_task(self._pump_down(), name='cdp-proxy-down')
+		try:
+			async for message in client:
+				await self._from_client(message if isinstance(message, str) else message.decode())
+		except ConnectionClosed:
+			pass
+		finally:
+			down.cancel()
+			with contextlib.suppress(asyncio.CancelledError, Exception):
+				await down
+			for future in self._own.values():
+				future.cancel()
+			with contextlib.suppress(Exception):
+				await upstream.close()
 
 	async def _pump_down(self) -> None:
 		assert self._upstream is not None and self._client is not None
@@ -128,7 +154,7 @@ class ContextLink:
 				out = self._from_browser(json.loads(text))
 				if out is not None:
 					await self._client.send(out if isinstance(out, str) else json.dumps(out))
-		except ConnectionClosed:
+		except (ConnectionClosed, OSError):
 			pass
 		finally:
 			with contextlib.suppress(Exception):
@@ -142,6 +168,10 @@ class ContextLink:
 		method = message.get('method', '')
 		params = message.setdefault('params', {}) if isinstance(message.get('params', {}), dict) else {}
 		message_id = message.get('id', 0)
+		why = urls.refused_command(message)
+		if why is not None:
+			await self._client.send(_error(message_id, why, session=message.get('sessionId')))
+			return
 		if 'sessionId' in message:
 			if method in PAGE_COOKIES:
 				del message['sessionId']  # to the context's jar, not the default one
@@ -263,38 +293,107 @@ class ContextLink:
 					await connection.close()
 
 
+class PassthroughLink:
+	"""A browser of one session's own (a Chromium of ours): each client connection is a new
+	connection to it, nothing rewritten."""
+
+	def __init__(self, open_upstream: Callable[[], Awaitable[Upstream]]) -> None:
+		self.open_upstream = open_upstream
+
+	async def serve(self, client: ServerConnection) -> None:
+		upstream = await self.open_upstream()
+
+		async def down() -> None:
+			try:
+				async for message in upstream:
+					await client.send(message)
+			except (ConnectionClosed, OSError):
+				pass
+			finally:
+				with contextlib.suppress(Exception):
+					await client.close()
+
+		pump = asyncio.create_task(down(), name='cdp-passthrough-down')
+		try:
+			async for message in client:
+				text = message if isinstance(message, str) else message.decode()
+				if any(m in text for m in _NAVIGATING):
+					command = json.loads(text)
+					why = urls.refused_command(command)
+					if why is not None:
+						await client.send(_error(command.get('id', 0), why, session=command.get('sessionId')))
+						continue
+				await upstream.send(text)
+		except ConnectionClosed:
+			pass
+		finally:
+			with contextlib.suppress(Exception):
+				await upstream.close()
+			pump.cancel()
+			with contextlib.suppress(asyncio.CancelledError, Exception):
+				await pump
+
+
+PATH_PREFIX = '/devtools/browser/'
+
+
 class ContextRouter:
-	"""The loopback websocket server every context session connects to, one path per session."""
+	"""The loopback websocket server every session's browser-use connects to, one secret path per
+	session. Nothing else is served: no HTTP discovery (/json/...), no page endpoints, and no
+	request that carries an ``Origin`` header (every page sends one; our clients never do), so a
+	page that finds the port learns nothing and gets no handshake."""
 
 	def __init__(self) -> None:
-		self._links: dict[str, ContextLink] = {}
+		self._links: dict[str, Link] = {}
 		self._server: Server | None = None
 		self.port = 0
 
 	async def start(self) -> None:
 		if self._server is None:
-			self._server = await serve(self._handle, '127.0.0.1', 0, max_size=None, ping_interval=None, compression=None)
+			self._server = await serve(
+				self._handle,
+				'127.0.0.1',
+				0,
+				max_size=None,
+				ping_interval=None,
+				compression=None,
+				process_request=self._screen,
+			)
 			self.port = self._server.sockets[0].getsockname()[1] if self._server.sockets else 0
 
-	def add(self, link: ContextLink) -> str:
-		"""Route a new path to ``link``; the websocket URL browser-use connects to."""
-		token = secrets.token_urlsafe(16)
+	def add(self, link: Link) -> str:
+		"""Route a new secret path to ``link``; the websocket URL browser-use connects to."""
+		token = secrets.token_urlsafe(24)
 		self._links[token] = link
-		return f'ws://127.0.0.1:{self.port}/devtools/browser/{token}'
+		return f'ws://127.0.0.1:{self.port}{PATH_PREFIX}{token}'
 
 	def remove(self, url: str) -> None:
 		self._links.pop(url.rsplit('/', 1)[-1], None)
 
+	def _link(self, path: str) -> Link | None:
+		if not path.startswith(PATH_PREFIX):
+			return None
+		return self._links.get(path[len(PATH_PREFIX) :])
+
+	def _screen(self, connection: ServerConnection, request: Request) -> Response | None:
+		"""Before any handshake: a browser's request (it has an Origin) or an unknown path gets a bare 403/404."""
+		if request.headers.get('Origin') is not None or request.headers.get('Sec-Fetch-Site') is not None:
+			logger.info('refused a CDP request that came from a web page (Origin %r)', request.headers.get('Origin', '')[:100])
+			return connection.respond(403, 'Forbidden\n')
+		if self._link(request.path) is None:
+			return connection.respond(404, 'Not Found\n')
+		return None
+
 	async def _handle(self, client: ServerConnection) -> None:
 		path = client.request.path if client.request is not None else ''
-		link = self._links.get(path.rsplit('/', 1)[-1])
-		if link is None or not path.startswith('/devtools/browser/'):
+		link = self._link(path)
+		if link is None:
 			await client.close(code=1008, reason='unknown endpoint')
 			return
 		try:
 			await link.serve(client)
 		except (OSError, ConnectionClosed) as exc:
-			logger.info('context connection ended: %s', exc)
+			logger.info('CDP connection ended: %s', exc)
 
 	async def close(self) -> None:
 		if self._server is not None:

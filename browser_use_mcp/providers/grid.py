@@ -35,6 +35,7 @@ import httpx
 from browser_use_mcp import browser
 from browser_use_mcp.browser import SessionDirs, chromium_args
 from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.patches import internals
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
 from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import outside_scopes
@@ -72,7 +73,8 @@ class GridError(Exception):
 
 def grid_capabilities(args: list[str], extra: dict[str, Any]) -> dict[str, Any]:
 	"""The new-session capabilities: Chrome with our flags and managed downloads, with the
-	user's ``--grid-capabilities`` merged in (theirs win; their Chrome args are added to ours)."""
+	user's ``--grid-capabilities`` merged in (theirs win; their Chrome args are added to ours).
+	``plan_request`` then drops managed downloads when no node offers them."""
 	ours: dict[str, Any] = {
 		'browserName': 'chrome',
 		'se:downloadsEnabled': True,
@@ -95,6 +97,89 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 		else:
 			out[key] = value
 	return out
+
+
+# W3C capabilities a node's slot must match, and extension prefixes the Grid leaves to the driver
+MATCHED = ('browserName', 'browserVersion', 'platformName', 'se:downloadsEnabled')
+DRIVER_PREFIXES = ('goog:', 'moz:', 'ms:', 'safari:', 'webkit:', 'se:')
+NO_DOWNLOADS_NOTE = (
+	'This download stays on the Selenium Grid node: the Grid at {url} runs without managed downloads, so '
+	"files do not come back to this session's downloads directory. To get them here, start the nodes with "
+	'--enable-managed-downloads true (or [node] enable-managed-downloads = true).'
+)
+
+
+def _offers(stereotype: dict[str, Any], name: str, wanted: Any) -> bool:
+	"""Whether a slot with this stereotype offers capability ``name`` = ``wanted``, as Selenium's
+	default slot matcher decides it; lenient where the stereotype says nothing."""
+	have = stereotype.get(name)
+	if name == 'se:downloadsEnabled':
+		return not wanted or have is True
+	if wanted in (None, '') or have in (None, ''):
+		return True
+	if name == 'browserVersion':
+		return str(wanted).lower() == 'stable' or str(have) == str(wanted) or str(have).startswith(f'{wanted}.')
+	if name in ('browserName', 'platformName'):
+		return str(wanted).lower() in (str(have).lower(), 'any') or str(have).lower() == 'any'
+	return have == wanted
+
+
+def _constraints(caps: dict[str, Any]) -> dict[str, Any]:
+	"""The capabilities of a request a slot must offer: the matched W3C ones and extension
+	capabilities that are not a driver's own options."""
+	return {k: v for k, v in caps.items() if k in MATCHED or (':' in k and not k.startswith(DRIVER_PREFIXES))}
+
+
+def _up_slots(status: dict[str, Any]) -> list[dict[str, Any]]:
+	return [
+		slot
+		for node in status.get('nodes', []) or []
+		if node.get('availability', 'UP') == 'UP'
+		for slot in node.get('slots', []) or []
+	]
+
+
+class RequestPlan:
+	"""What to ask a Grid for, decided from its ``/status``: ``caps`` to send, whether managed
+	downloads are on (None: unknown, the status could not be read), and ``problem``: why no node
+	can ever take the request (then fail at once instead of queueing until the timeout)."""
+
+	def __init__(self, caps: dict[str, Any], managed: bool | None, problem: str | None = None) -> None:
+		self.caps = caps
+		self.managed = managed
+		self.problem = problem
+
+
+def plan_request(url: str, status: dict[str, Any] | None, caps: dict[str, Any], user: dict[str, Any]) -> RequestPlan:
+	"""Ask for managed downloads only where a node offers them (unless the user asked for them
+	in ``--grid-capabilities``), and say at once when no node offers what is asked."""
+	if status is None:
+		return RequestPlan(caps, None)
+	slots = _up_slots(status)
+	wanted = _constraints(caps)
+	if 'se:downloadsEnabled' not in user:
+		others = {k: v for k, v in wanted.items() if k != 'se:downloadsEnabled'}
+		fitting = [s for s in slots if all(_offers(s.get('stereotype') or {}, k, v) for k, v in others.items())]
+		if not any((s.get('stereotype') or {}).get('se:downloadsEnabled') is True for s in fitting):
+			caps = {k: v for k, v in caps.items() if k != 'se:downloadsEnabled'}
+			wanted.pop('se:downloadsEnabled', None)
+	if any(all(_offers(s.get('stereotype') or {}, k, v) for k, v in wanted.items()) for s in slots):
+		return RequestPlan(caps, caps.get('se:downloadsEnabled') is True)
+	if not slots:
+		problem = f'The Selenium Grid at {url} has no node up (its /status lists no slot).'
+	else:
+		missing = [
+			f'{k}={json.dumps(v)}' for k, v in wanted.items() if not any(_offers(s.get('stereotype') or {}, k, v) for s in slots)
+		]
+		offered = sorted({json.dumps(_constraints(s.get('stereotype') or {}), sort_keys=True) for s in slots})
+		what = (
+			', '.join(missing) if missing else 'the combination ' + ', '.join(f'{k}={json.dumps(v)}' for k, v in wanted.items())
+		)
+		problem = (
+			f'The Selenium Grid at {url} has no node that offers {what} (its {len(slots)} slot(s) offer: '
+			f'{"; ".join(offered)}). Change --grid-capabilities to match a node, or add a node that offers it.'
+		)
+	return RequestPlan(caps, None, problem)
 
 
 class GridClient:
@@ -154,11 +239,23 @@ class GridEndpoint(Endpoint):
 		self.downloads = downloads
 		self._fetched: set[str] = set()
 		self._gone: str | None = None
+		self.managed_downloads = True  # the node copies downloads back (se:downloadsEnabled)
+		self._notes: list[str] = []
+		self._download_noted = False
 		self.delete_url = f'{provider.client.url}/session/{session_id}'
 		if browser.SIDECAR is not None:  # a killed server's Grid sessions end with it, not minutes later
 			browser.SIDECAR.track_remote(self.delete_url)
 		with outside_scopes():  # ours to stop in release, not browser-use's
 			self._heartbeat = asyncio.get_running_loop().create_task(self._beat(), name=f'grid-heartbeat-{session_id[:8]}')
+
+	def download_began(self) -> None:
+		if not self.managed_downloads and not self._download_noted:
+			self._download_noted = True
+			self._notes.append(NO_DOWNLOADS_NOTE.format(url=self.client.url))
+
+	def take_notes(self) -> list[str]:
+		notes, self._notes = self._notes, []
+		return notes
 
 	def placed_on(self, node: str) -> None:
 		self.node = node
@@ -192,7 +289,7 @@ class GridEndpoint(Endpoint):
 				return
 			strikes = 0
 			beats += 1
-			if beats % DOWNLOAD_SYNC_EVERY == 0:
+			if self.managed_downloads and beats % DOWNLOAD_SYNC_EVERY == 0:
 				with contextlib.suppress(GridError, OSError):
 					await self.sync_downloads()
 
@@ -221,7 +318,7 @@ class GridEndpoint(Endpoint):
 		self._heartbeat.cancel()
 		with contextlib.suppress(asyncio.CancelledError, Exception):
 			await self._heartbeat
-		if self._gone is None:
+		if self._gone is None and self.managed_downloads:
 			try:
 				await self.sync_downloads()
 			except (GridError, OSError) as exc:
@@ -291,16 +388,20 @@ class GridProvider(BrowserProvider):
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> GridEndpoint:
 		caps = grid_capabilities(chromium_args(profile, user_args=self.user_args), self.capabilities)
-		request = self.client.call('POST', '/session', {'capabilities': {'alwaysMatch': caps}}, timeout=None)
+		plan = plan_request(self.client.url, await self._status(), caps, self.capabilities)
+		if plan.problem:  # no node could ever take it: the Grid would queue it until the timeout
+			raise BrowserStartFailed(plan.problem)
+		request = self.client.call('POST', '/session', {'capabilities': {'alwaysMatch': plan.caps}}, timeout=None)
 		try:
 			# giving up closes the connection, which takes the request out of the Grid's queue
 			value = await asyncio.wait_for(request, self.create_timeout)
 		except TimeoutError:
-			raise BrowserStartFailed(await self._capacity_message()) from None
+			raise BrowserStartFailed(await self._capacity_message(plan.caps)) from None
 		except GridError as exc:
 			raise BrowserStartFailed(self._refusal_message(exc)) from None
 		session_id = value['sessionId']
-		cdp_url = (value.get('capabilities') or {}).get('se:cdp')
+		returned = value.get('capabilities') or {}
+		cdp_url = returned.get('se:cdp')
 		if not cdp_url:
 			with contextlib.suppress(GridError):
 				await self.client.call('DELETE', f'/session/{session_id}')
@@ -309,19 +410,31 @@ class GridProvider(BrowserProvider):
 				'Use Grid 4 with Chrome or Chromium nodes; CDP must not be disabled on the Grid.'
 			)
 		endpoint = GridEndpoint(self, session_id, reachable_cdp_url(self.client.url, cdp_url), dirs.downloads)
+		endpoint.managed_downloads = returned.get('se:downloadsEnabled') is True
 		self.endpoints.add(endpoint)  # tracked (and deleted by the sidecar if we die) before anything else can fail
 		endpoint.placed_on(await self._node_of(session_id))
 		return endpoint
 
 	async def open(self, dirs: SessionDirs, options: SessionOptions | None = None) -> Any:
 		opened = await super().open(dirs, options)
-		# downloads go where the Grid's managed downloads expect them (the node's own directory,
-		# copied back by the heartbeat), not to a path browser-use named on this machine
+		endpoint = opened.endpoint
+		# downloads go where the node puts them (with managed downloads, its own directory, copied
+		# back by the heartbeat), not to a path browser-use named on this machine
 		with contextlib.suppress(Exception):
 			await opened.session.cdp_client.send.Browser.setDownloadBehavior(
 				params={'behavior': 'default', 'eventsEnabled': True}
 			)
+		if not endpoint.managed_downloads:  # they stay on the node: say so once, after the first began
+			with contextlib.suppress(Exception):
+				root = internals.root_cdp_client(opened.session) or opened.session.cdp_client
+				internals.hook_cdp_event(root, 'Browser.downloadWillBegin', lambda params, sid: endpoint.download_began())
 		return opened
+
+	async def _status(self) -> dict[str, Any] | None:
+		with contextlib.suppress(GridError):
+			status = await self.client.status()
+			return status if isinstance(status, dict) else None
+		return None
 
 	async def _node_of(self, session_id: str) -> str:
 		with contextlib.suppress(GridError, AttributeError, TypeError):
@@ -331,12 +444,25 @@ class GridProvider(BrowserProvider):
 						return node.get('uri', '')
 		return ''
 
-	async def _capacity_message(self) -> str:
+	async def _capacity_message(self, caps: dict[str, Any]) -> str:
 		busy = ''
 		with contextlib.suppress(GridError, AttributeError, TypeError):
-			nodes = (await self.client.status()).get('nodes', [])
-			slots = [slot for node in nodes for slot in node.get('slots', [])]
+			slots = _up_slots(await self.client.status())
 			used = sum(1 for slot in slots if slot.get('session'))
+			wanted = _constraints(caps)
+			free = [
+				s
+				for s in slots
+				if not s.get('session') and all(_offers(s.get('stereotype') or {}, k, v) for k, v in wanted.items())
+			]
+			if free:  # not capacity: a slow node, or nodes that will not take what we asked for
+				asked = ', '.join(f'{k}={json.dumps(v)}' for k, v in wanted.items())
+				return (
+					f'The Selenium Grid at {self.client.url} started no browser within {self.create_timeout:g} s although '
+					f'{len(slots) - used} of {len(slots)} browser slots are free: its nodes are slow to start a browser, '
+					f'or do not accept the request ({asked}). Retry or raise --grid-timeout; if it persists, check '
+					"--grid-capabilities against the nodes' stereotypes and the node logs (run `browser-use-mcp doctor`)."
+				)
 			busy = f' ({used} of {len(slots)} browser slots busy)'
 		return (
 			f'The Selenium Grid at {self.client.url} is at capacity: no browser slot became free within '

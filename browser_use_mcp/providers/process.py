@@ -14,7 +14,10 @@ from browser_use_mcp.browser import (
 )
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
+from browser_use_mcp.providers.cdp_client import CdpConnection
+from browser_use_mcp.providers.cdp_proxy import ContextRouter, PassthroughLink
 from browser_use_mcp.session_options import SessionOptions
+from browser_use_mcp.tasks import outside_scopes
 
 NO_CHROMIUM = (
 	'No Chromium or Chrome was found. Install it (Debian/Ubuntu: apt-get install chromium) or set '
@@ -23,11 +26,16 @@ NO_CHROMIUM = (
 
 
 class ProcessEndpoint(Endpoint):
-	def __init__(self, chromium: ChromiumProcess) -> None:
+	def __init__(self, chromium: ChromiumProcess, router: ContextRouter) -> None:
 		super().__init__()
 		self.chromium = chromium
-		self.cdp_url = chromium.ws_url or ''
+		self.router = router
+		# browser-use's way in: a secret path of our loopback endpoint, each connection a channel of the pipe
+		self.cdp_url = router.add(PassthroughLink(chromium.cdp.open_channel))
 		chromium.on_exit(lambda _c: self.died())
+
+	async def browser_connection(self) -> tuple[CdpConnection, str | None]:
+		return CdpConnection(await self.chromium.cdp.open_channel()), None
 
 	def alive(self) -> bool:
 		return self.chromium.alive()
@@ -37,6 +45,7 @@ class ProcessEndpoint(Endpoint):
 
 	async def release(self, graceful: bool = False) -> None:
 		self.releasing = True
+		self.router.remove(self.cdp_url)
 		await self.chromium.kill(graceful_timeout=3.0 if graceful else 0.0)
 
 
@@ -58,9 +67,15 @@ class ProcessProvider(BrowserProvider):
 		self.owner = owner
 		self.user_args = user_args
 		self.use_extensions = use_extensions
+		self.router = ContextRouter()
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> ProcessEndpoint:
-		return ProcessEndpoint(await self.launch(dirs, profile))
+		with outside_scopes():  # the endpoint server outlives this session
+			await self.router.start()
+		return ProcessEndpoint(await self.launch(dirs, profile), self.router)
+
+	async def shutdown(self) -> None:
+		await self.router.close()
 
 	async def launch(self, dirs: SessionDirs, profile: Any) -> ChromiumProcess:
 		"""A Chromium of ours on ``dirs``: our flags, the user's, the owner marker (shared ones too)."""

@@ -17,22 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import logging
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidURI
 
 from browser_use_mcp.browser import ChromiumProcess, SessionDirs
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
-from browser_use_mcp.providers.cdp_proxy import ContextLink, ContextRouter
+from browser_use_mcp.providers.cdp_client import COMMAND_TIMEOUT, CdpConnection, CdpError
+from browser_use_mcp.providers.cdp_proxy import ContextLink, ContextRouter, Upstream
 from browser_use_mcp.providers.process import ProcessProvider
 from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import outside_scopes
@@ -40,96 +40,19 @@ from browser_use_mcp.tasks import outside_scopes
 logger = logging.getLogger('browser_use_mcp.providers.shared')
 
 EMPTY_SHARD_GRACE = 30.0  # s an empty shard stays up for the next session before it is closed
-COMMAND_TIMEOUT = 10.0
-
-
-class CdpError(Exception):
-	pass
-
-
-class CdpConnection:
-	"""A minimal CDP client for the provider's own browser-level commands (contexts, liveness)."""
-
-	def __init__(self, socket: ClientConnection) -> None:
-		self._socket = socket
-		self._ids = itertools.count(1)
-		self._pending: dict[int, asyncio.Future[Any]] = {}
-		self._closed: list[Callable[[], Any]] = []
-		self._listeners: list[Callable[[dict[str, Any]], Any]] = []
-		self._reader = asyncio.create_task(self._read(), name='cdp-management')
-
-	@classmethod
-	async def open(cls, url: str, timeout: float = COMMAND_TIMEOUT) -> CdpConnection:
-		socket = await asyncio.wait_for(connect(url, max_size=None, ping_interval=None, compression=None), timeout)
-		return cls(socket)
-
-	def on_close(self, callback: Callable[[], Any]) -> None:
-		self._closed.append(callback)
-
-	def on_event(self, callback: Callable[[dict[str, Any]], Any]) -> None:
-		"""Call ``callback(message)`` for every event (a message without an id), page-level ones too."""
-		self._listeners.append(callback)
-
-	@property
-	def open_(self) -> bool:
-		return not self._reader.done()
-
-	async def send(self, method: str, params: dict[str, Any] | None = None, session_id: str | None = None) -> dict[str, Any]:
-		"""``session_id``: a flattened target session of this connection (page-level commands)."""
-		message_id = next(self._ids)
-		future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-		self._pending[message_id] = future
-		message: dict[str, Any] = {'id': message_id, 'method': method, 'params': params or {}}
-		if session_id is not None:
-			message['sessionId'] = session_id
-		try:
-			await self._socket.send(json.dumps(message))
-			reply = await asyncio.wait_for(future, COMMAND_TIMEOUT)
-		except (ConnectionClosed, OSError) as exc:
-			raise CdpError(f'the browser connection closed ({exc})') from None
-		finally:
-			self._pending.pop(message_id, None)
-		if 'error' in reply:
-			raise CdpError(reply['error'].get('message', 'CDP error'))
-		return reply.get('result', {})
-
-	async def _read(self) -> None:
-		try:
-			async for message in self._socket:
-				data = json.loads(message)
-				if 'id' not in data:
-					for listener in self._listeners:
-						try:
-							listener(data)
-						except Exception:  # one listener's bug must not stop the reader
-							logger.exception('a CDP event listener failed')
-					continue
-				future = self._pending.get(data.get('id', -1))
-				if future is not None and not future.done():
-					future.set_result(data)
-		except (ConnectionClosed, OSError):
-			pass
-		finally:
-			for future in self._pending.values():
-				if not future.done():
-					future.set_exception(CdpError('the browser connection closed'))
-			for callback in self._closed:
-				with contextlib.suppress(Exception):
-					callback()
-
-	async def close(self) -> None:
-		with contextlib.suppress(Exception):
-			await self._socket.close()
-		self._reader.cancel()
-		with contextlib.suppress(asyncio.CancelledError, Exception):
-			await self._reader
 
 
 class Shard:
 	"""One browser hosting contexts: a Chromium of ours, or an attached browser."""
 
-	def __init__(self, ws_url: str, connection: CdpConnection, chromium: ChromiumProcess | None, dirs: SessionDirs | None) -> None:
-		self.ws_url = ws_url
+	def __init__(
+		self,
+		open_upstream: Callable[[], Awaitable[Upstream]],
+		connection: CdpConnection,
+		chromium: ChromiumProcess | None,
+		dirs: SessionDirs | None,
+	) -> None:
+		self.open_upstream = open_upstream  # a new connection to the browser: a pipe channel, or a websocket
 		self.connection = connection
 		self.chromium = chromium
 		self.dirs = dirs
@@ -166,8 +89,8 @@ class ContextEndpoint(Endpoint):
 		self.where = 'attached' if shard.chromium is None else 'local (shared)'
 		self.is_local = shard.chromium is not None or is_loopback_url(provider.attach_url or '')
 
-	def browser_target(self) -> tuple[str, str | None]:
-		return self.link.upstream_url, self.context_id  # the shard itself, not our proxy in front of it
+	async def browser_connection(self) -> tuple[CdpConnection, str | None]:
+		return CdpConnection(await self.shard.open_upstream()), self.context_id  # the shard itself, not our proxy
 
 	def alive(self) -> bool:
 		return self.shard.alive()
@@ -223,10 +146,12 @@ class SharedProvider(BrowserProvider):
 				'Target.createTarget', {'url': 'about:blank', 'browserContextId': result['browserContextId']}
 			)
 		except CdpError as exc:
-			raise BrowserStartFailed(f'Could not create a browser context: {exc}. {shard.death_detail(self.attach_url)}') from None
+			raise BrowserStartFailed(
+				f'Could not create a browser context: {exc}. {shard.death_detail(self.attach_url)}'
+			) from None
 		finally:
 			shard.reserved -= 1
-		link = ContextLink(shard.ws_url, result['browserContextId'])
+		link = ContextLink(shard.open_upstream, result['browserContextId'])
 		endpoint = ContextEndpoint(self, shard, link.context_id, link, self.router.add(link))
 		shard.endpoints.add(endpoint)
 		shard.empty_since = None
@@ -252,7 +177,7 @@ class SharedProvider(BrowserProvider):
 		if self.attach_url is not None:
 			ws_url = await asyncio.to_thread(browser_ws_url, self.attach_url)
 			connection = await CdpConnection.open(ws_url)
-			shard = Shard(ws_url, connection, None, None)
+			shard = Shard(lambda: websocket_to(ws_url), connection, None, None)
 			connection.on_close(lambda: self._shard_died(shard))
 			return shard
 		dirs = self.new_dirs()
@@ -262,14 +187,14 @@ class SharedProvider(BrowserProvider):
 			await asyncio.to_thread(dirs.remove)
 			raise
 		try:
-			connection = await CdpConnection.open(chromium.ws_url or '')
+			connection = CdpConnection(await asyncio.wait_for(chromium.cdp.open_channel(), COMMAND_TIMEOUT))
 		except BaseException as exc:
 			await chromium.kill()
 			await asyncio.to_thread(dirs.remove)
 			if isinstance(exc, Exception):
 				raise BrowserStartFailed(f'Could not connect to the shared browser: {exc}{chromium.reason_suffix()}') from exc
 			raise
-		shard = Shard(chromium.ws_url or '', connection, chromium, dirs)
+		shard = Shard(chromium.cdp.open_channel, connection, chromium, dirs)
 		chromium.on_exit(lambda _c: self._shard_died(shard))
 		await self._close_startup_tab(connection)
 		logger.info('shared browser started (pid %d), up to %d sessions', chromium.pid, self.contexts_per_browser)
@@ -341,6 +266,7 @@ class SharedProvider(BrowserProvider):
 			shard.dead = True
 		await asyncio.gather(*(self._dispose_shard(s) for s in shards), return_exceptions=True)
 		await self.router.close()
+		await self.launcher.shutdown()
 
 
 class AttachedEndpoint(Endpoint):
@@ -386,6 +312,11 @@ class AttachedProvider(BrowserProvider):
 		except (OSError, TimeoutError, ConnectionClosed, InvalidURI) as exc:
 			raise BrowserStartFailed(f'Could not connect to the browser at {self.url}: {exc}') from None
 		return AttachedEndpoint(self.url, ws_url, connection)
+
+
+async def websocket_to(ws_url: str) -> Upstream:
+	"""A new connection to an attached browser (not ours: it has its own DevTools port)."""
+	return await connect(ws_url, max_size=None, ping_interval=None, compression=None)
 
 
 def is_loopback_url(url: str) -> bool:

@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from browser_use_mcp import urls
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
 from browser_use_mcp.patches import direct_state, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
@@ -63,10 +64,19 @@ def check_allowed(state: SessionState, url: str) -> None:
 		)
 
 
+def check_browser_page(state: SessionState, url: str) -> None:
+	"""Refuse the browser's own pages (chrome://…, about: other than blank) unless the operator allowed them."""
+	why = urls.refusal(url, state.config.allow_browser_urls)
+	if why is not None:
+		raise InvalidArgument(why)
+
+
 async def open_url(state: SessionState, url: str, new_tab: bool, action: str) -> None:
-	"""Every navigation a tool starts: refused up front when the configured domains forbid it."""
+	"""Every navigation a tool starts: refused up front when it is a page of the browser itself
+	(chrome://…) or the configured domains forbid it."""
 	from browser_use.browser.events import NavigateToUrlEvent
 
+	check_browser_page(state, url)
 	check_allowed(state, url)
 	await dispatch(state, NavigateToUrlEvent(url=url, new_tab=new_tab), action)
 
@@ -260,9 +270,9 @@ async def evaluate(state: SessionState, expression: str, *, await_promise: bool 
 	try:
 		result = await asyncio.wait_for(cdp.cdp_client.send.Runtime.evaluate(params=params, session_id=cdp.session_id), timeout)
 	except TimeoutError:
-		try:
-			await cdp.cdp_client.send.Runtime.terminateExecution(session_id=cdp.session_id)
-		except Exception as exc:  # the script may still be running: the next call in this tab would wait on it
+		try:  # a crashed or wedged tab never answers this either: bounded, so the call keeps its deadline
+			await asyncio.wait_for(cdp.cdp_client.send.Runtime.terminateExecution(session_id=cdp.session_id), 2.0)
+		except (Exception, TimeoutError) as exc:  # the script may still be running: the next call in this tab would wait on it
 			logger.warning('could not stop an expression that ran past %.0f s: %s', timeout, _first_line(exc))
 		raise BrowserActionFailed(
 			f'The expression did not finish within {timeout:.0f} s and was stopped. Avoid long-running loops or '
@@ -386,3 +396,78 @@ async def ensure_focus(state: SessionState) -> None:
 		created = await bs.cdp_client.send.Target.createTarget(params={'url': 'about:blank'})
 		target = created['targetId']
 	await bs.get_or_create_cdp_session(target_id=target, focus=True)
+
+
+# -- a tab that crashed or stopped answering ------------------------------------------------
+#
+# CDP commands sent to a tab whose renderer died, or whose page runs a script that never
+# yields, are never answered: a call would wait forever. The catalogue bounds every call
+# (``catalog.deadline``); these helpers tell which of the two happened and recover from a crash.
+
+
+def watch_crashes(state: SessionState) -> None:
+	"""Note, once per browser, every renderer crash of the session's tabs: Chromium sends
+	``Inspector.targetCrashed`` on each CDP session of the crashed tab (nobody else listens to it)."""
+	bs = state.browser_session
+	if state.crash_watch is bs:
+		return
+	state.crash_watch = bs
+
+	def on_crash(params: Any, session_id: str | None) -> None:
+		if session_id:
+			state.crashed_sessions.add(session_id)
+		state.crash_signal.set()
+
+	root = internals.root_cdp_client(bs)
+	try:
+		if root is None:
+			raise internals.Unavailable('no root CDP client')
+		internals.hook_cdp_event(root, 'Inspector.targetCrashed', on_crash)
+	except internals.Unavailable as exc:
+		logger.info('tab crashes are not watched (%s): a crashed tab shows as a call that overran its deadline', exc)
+
+
+async def focused_tab_crashed(state: SessionState) -> bool:
+	"""Whether the renderer of the session's focused tab died (its CDP sessions got a crash event)."""
+	if not state.crashed_sessions:
+		return False
+	try:
+		cdp = await asyncio.wait_for(cdp_page(state), 2.0)
+	except (Exception, TimeoutError):
+		return False
+	return cdp.session_id in state.crashed_sessions
+
+
+async def replace_crashed_tab(state: SessionState) -> str:
+	"""Close the focused (crashed) tab and focus another one, or a new blank one; its URL."""
+	bs = state.browser_session
+	target = bs.agent_focus_target_id
+	with contextlib.suppress(Exception, TimeoutError):
+		await asyncio.wait_for(bs.cdp_client.send.Target.closeTarget(params={'targetId': target}), 3.0)
+	for _ in range(20):  # the browser closes it asynchronously
+		with contextlib.suppress(Exception):
+			if target not in await asyncio.wait_for(page_titles(state), 2.0):
+				break
+		await asyncio.sleep(0.05)
+	try:
+		await asyncio.wait_for(ensure_focus(state), 5.0)
+		return await asyncio.wait_for(current_url(state), 2.0)
+	except (Exception, TimeoutError):
+		return 'another tab'
+
+
+def tab_crashed_error(tool: str, now_on: str, before: bool) -> BrowserActionFailed:
+	when = 'before this call' if before else 'during the call'
+	return BrowserActionFailed(
+		f"{tool} failed: the session's tab crashed {when} (its page's renderer process died; the browser and "
+		f'the session are fine). The crashed tab was closed and the session is now on {now_on}. Navigate to the '
+		'page again and retry; if the page crashes again, it is the page (too much memory, a browser bug).'
+	)
+
+
+def tab_hung_error(tool: str, deadline: float, url: str) -> BrowserActionFailed:
+	return BrowserActionFailed(
+		f'{tool} did not finish within its {deadline:g} s limit and was stopped: the tab ({url}) is not responding '
+		'(a script that never ends, or a page that hangs). The session keeps working: close that tab with '
+		'browser_close_tab (browser_list_tabs shows its tab_id), or navigate it elsewhere, then retry.'
+	)

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, JsonValue
 
-from browser_use_mcp.errors import BrowserActionFailed
+from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.llm import make_llm
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, Image, Output, Reply, tool
@@ -28,29 +28,59 @@ async def browser_get_state(state: SessionState, args: GetStateArgs, call: Call)
 	return await capture_state(state, args.include_screenshot)
 
 
+# The most characters one result carries: an MCP client reading a streamed answer of megabytes
+# gives up ("SSE stream ended without a response"). Larger HTML comes in parts (offset); a larger
+# JavaScript value is refused with how to ask for less.
+MAX_RESULT_CHARS = 200_000
+HTML_PART = 100_000
+
+
 class GetHtmlArgs(Args):
 	selector: str | None = Field(
 		None, min_length=1, description='CSS selector of one element whose outer HTML to return; omit for the whole page.'
+	)
+	offset: int = Field(0, ge=0, description='Start at this character of the HTML (for the parts after the first).')
+	max_chars: int = Field(
+		HTML_PART,
+		ge=1,
+		le=MAX_RESULT_CHARS,
+		description=f'Return at most this many characters (up to {MAX_RESULT_CHARS}); a longer HTML ends with a line '
+		'saying the offset of the rest.',
 	)
 
 
 @tool('Read the HTML', read_only=True, open_world=False)
 async def browser_get_html(state: SessionState, args: GetHtmlArgs, call: Call) -> str:
-	"""Return the raw HTML of the session's current page, or the outer HTML of the first element matching a CSS selector."""
-	if args.selector is None:
-		html = await evaluate(state, 'document.documentElement ? document.documentElement.outerHTML : ""')
-		return html or ''
-	selector = json.dumps(args.selector)
+	"""Return the raw HTML of the session's current page, or the outer HTML of the first element matching a CSS
+	selector, at most max_chars characters from offset: a longer HTML ends with a line giving the offset of the rest."""
+	pick = 'document.documentElement ? document.documentElement.outerHTML : ""'
+	if args.selector is not None:
+		pick = (
+			'(() => { let el; try { el = document.querySelector(' + json.dumps(args.selector) + '); }'
+			' catch (e) { return {bad: String(e.message)}; } return el ? el.outerHTML : null; })()'
+		)
+	# only the part asked for crosses CDP and comes back
 	expr = (
-		'(() => { let el; try { el = document.querySelector(' + selector + '); }'
-		' catch (e) { return {bad: String(e.message)}; } return el ? {html: el.outerHTML} : {}; })()'
+		f'(() => {{ const h = {pick}; if (h === null || (typeof h === "object")) return h;'
+		f' return {{total: h.length, part: h.slice({args.offset}, {args.offset + args.max_chars})}}; }})()'
 	)
 	found = await evaluate(state, expr)
 	if isinstance(found, dict) and 'bad' in found:
 		raise BrowserActionFailed(f'Invalid CSS selector {args.selector!r}: {found["bad"]}')
-	if not isinstance(found, dict) or 'html' not in found:
+	if not isinstance(found, dict) or 'part' not in found:
 		return f'No element found for selector: {args.selector}'
-	return found['html']
+	total, part = int(found['total']), str(found['part'])
+	end = args.offset + len(part)
+	if args.offset == 0 and end >= total:
+		return part
+	if args.offset >= total and total:
+		raise InvalidArgument(f'offset {args.offset} is past the end of the HTML ({total} characters).')
+	if end >= total:
+		return f'{part}\n[characters {args.offset}-{end} of {total}: the end of the HTML]'
+	return (
+		f'{part}\n[HTML cut at {args.max_chars} characters: this is {args.offset}-{end} of {total}. Call browser_get_html '
+		f'again with offset={end} for the next part, or give a selector for one element.]'
+	)
 
 
 class ScreenshotArgs(Args):
@@ -117,4 +147,11 @@ async def browser_evaluate(state: SessionState, args: EvaluateArgs, call: Call) 
 	"""Run a JavaScript expression in the session's current page and return its value as JSON (DOM nodes and
 	functions are not serializable: return their properties instead)."""
 	out = Evaluated(result=await evaluate(state, args.expression, await_promise=True)).dump()
-	return Reply(json.dumps(out['result'], ensure_ascii=False), structured=out)
+	text = json.dumps(out['result'], ensure_ascii=False)
+	if len(text) > MAX_RESULT_CHARS:
+		raise BrowserActionFailed(
+			f"The expression's value is {len(text)} characters of JSON, more than the {MAX_RESULT_CHARS} one result may "
+			'carry. Return less: a slice (e.g. .slice(0, 100000) of a string or an array) or a count, then the rest '
+			"in further calls; for the page's HTML use browser_get_html (offset, max_chars)."
+		)
+	return Reply(text, structured=out)

@@ -10,7 +10,7 @@ from pydantic import Field
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import dispatch, open_url
+from browser_use_mcp.tools.common import check_browser_page, dispatch, open_url
 
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
 
@@ -34,6 +34,7 @@ class NavigateArgs(Args):
 async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) -> str:
 	"""Open a URL in the session's browser (current tab, or a new tab with new_tab=true).
 	Returns "Navigated to: <url>" once the page has loaded."""
+	check_browser_page(state, args.url)  # before the scheme check: chrome-untrusted:// etc. get the right reason
 	check_url(args.url)
 	try:
 		await open_url(state, args.url, args.new_tab, f'Navigation to {args.url}')

@@ -18,6 +18,8 @@ from browser_use_mcp.tools.common import (
 	tab_titles,
 )
 
+CLOSE_SETTLE = 10.0  # s a closed tab gets to leave the browser's list before the reply is made anyway
+
 
 class TabInfo(Output):  # field order is the key order of the JSON text
 	tab_id: str = Field(description='What browser_switch_tab and browser_close_tab take.')
@@ -58,9 +60,17 @@ async def browser_close_tab(state: SessionState, args: TabArgs, call: Call) -> s
 
 	target = await resolve_tab(state, args.tab_id)
 	await dispatch(state, CloseTabEvent(target_id=target), f'Closing tab {args.tab_id}')
-	for _ in range(40):  # the browser closes the target asynchronously; report the settled state
-		if target not in await tab_titles(state):
-			break
+	# the browser closes the target asynchronously (seconds on a loaded machine), and browser-use
+	# drops its focus on it only then: report the settled state, never a tab that is going away
+	loop = asyncio.get_running_loop()
+	settle = loop.time() + CLOSE_SETTLE
+	while target in await tab_titles(state) and loop.time() < settle:
 		await asyncio.sleep(0.05)
-	await ensure_focus(state)  # closing the focused tab leaves no focus until browser-use or we pick another
+	for _ in range(3):
+		await ensure_focus(state)  # closing the focused tab leaves no focus until browser-use or we pick another
+		focused = state.browser_session.agent_focus_target_id
+		now_on = next((t for t in await list_tabs(state) if t['_target_id'] == focused and focused != target), None)
+		if now_on is not None:
+			return f'Closed tab # {args.tab_id}, now on {now_on["url"]}'
+		await asyncio.sleep(0.1)  # browser-use took the focus away after we set it: settle again
 	return f'Closed tab # {args.tab_id}, now on {await current_url(state)}'

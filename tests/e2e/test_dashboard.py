@@ -95,8 +95,10 @@ class Person:
 			await self.cdp.send('Input.dispatchMouseEvent', {'type': kind, 'x': x, 'y': y, **extra})
 
 	async def click(self, selector: str) -> None:
-		box = await self.wait(f'(() => {{ const b = document.querySelector({json.dumps(selector)})?.getBoundingClientRect(); '
-			'return b && b.width ? {x: b.x + b.width / 2, y: b.y + b.height / 2} : null; })()')
+		box = await self.wait(
+			f'(() => {{ const b = document.querySelector({json.dumps(selector)})?.getBoundingClientRect(); '
+			'return b && b.width ? {x: b.x + b.width / 2, y: b.y + b.height / 2} : null; })()'
+		)
 		await self.click_at(box['x'], box['y'])
 
 	async def type(self, text: str) -> None:
@@ -118,6 +120,15 @@ class Person:
 
 	async def cards(self) -> list[str]:
 		return await self.js("[...document.querySelectorAll('#cards > li')].map(c => c.dataset.sid)")
+
+	async def sign_in(self, url: str, token: str) -> None:
+		"""Open the dashboard and sign in with the form, as a person would."""
+		await self.go(url)
+		await self.wait("document.querySelector('#token') !== null")
+		await self.click('#token')
+		await self.type(token)
+		await self.click('button[type=submit]')
+		await self.wait('document.getElementById("cards") !== null')
 
 	async def post(self, path: str, csrf: bool = True) -> tuple[int, Any]:
 		"""A POST from the dashboard page's own origin, as its script sends them (or without the CSRF token)."""
@@ -169,9 +180,9 @@ async def sessions(alpha: Mcp, beta: Mcp, site: str) -> dict[str, str]:
 
 @pytest.fixture(scope='module')
 async def alice(server: HttpServer, person_browser: str, sessions: dict[str, str]) -> AsyncIterator[Person]:
-	"""Alpha's operator, signed in with ?token= (the cookie is set, the token leaves the URL)."""
+	"""Alpha's operator, signed in with the sign-in form."""
 	async with Person.open(person_browser) as person:
-		await person.go(f'http://127.0.0.1:{server.port}/dashboard?token={ALPHA}')
+		await person.sign_in(f'http://127.0.0.1:{server.port}/dashboard', ALPHA)
 		yield person
 
 
@@ -184,7 +195,7 @@ async def test_no_token_gets_401_and_the_sign_in_form(server: HttpServer) -> Non
 		page = await http.get('/dashboard')
 		assert page.status_code == 401 and '<form method="post" action="/dashboard/login">' in page.text
 		refused = await http.get('/dashboard?token=wrong-token-xyz')
-		assert refused.status_code == 401 and 'set-cookie' not in refused.headers
+		assert refused.status_code == 401 and 'bumcp_dashboard' not in refused.headers.get('set-cookie', '')
 		frame = await http.get('/dashboard/api/sessions/default/frame.jpg')
 		assert frame.status_code == 401
 		assert "frame-ancestors 'none'" in page.headers['content-security-policy']
@@ -200,14 +211,16 @@ async def test_bearer_header_lists_only_that_principals_sessions(server: HttpSer
 		assert {s['session_id'] for s in theirs.json()['sessions']} == {'beta-only'}
 		other = await http.get('/dashboard/api/sessions/alpha-home/frame.jpg', headers={'Authorization': f'Bearer {BETA}'})
 		assert other.status_code == 404
-		odd = await http.get(f'/dashboard/api/sessions/{quote(ODD, safe="")}/frame.jpg', headers={'Authorization': f'Bearer {ALPHA}'})
+		odd = await http.get(
+			f'/dashboard/api/sessions/{quote(ODD, safe="")}/frame.jpg', headers={'Authorization': f'Bearer {ALPHA}'}
+		)
 		assert odd.status_code == 200 and odd.headers['content-type'] == 'image/jpeg'
 
 
 async def test_cards_list_exactly_the_principals_sessions_without_overlap(
 	alice: Person, sessions: dict[str, str], tmp_path: Path
 ) -> None:
-	assert await alice.js('location.pathname + location.search') == '/dashboard', 'the token left the URL'
+	assert await alice.js('location.pathname + location.search') == '/dashboard', 'signed in, back on the page'
 	assert await alice.js('document.cookie') == '', 'the sign-in cookie is HttpOnly'
 	await alice.wait(f'document.querySelectorAll("#cards > li").length === {len(sessions)}')
 	assert set(await alice.cards()) == set(sessions)
@@ -223,7 +236,9 @@ async def test_cards_list_exactly_the_principals_sessions_without_overlap(
 		assert a['w'] > 200 and a['h'] > 200, f'card {i} is too small to read: {a}'
 		assert a['x'] >= 0 and a['x'] + a['w'] <= width and a['y'] >= 0 and a['y'] < height, f'card {i} is off screen: {a}'
 		for b in boxes[i + 1 :]:
-			apart = a['x'] + a['w'] <= b['x'] or b['x'] + b['w'] <= a['x'] or a['y'] + a['h'] <= b['y'] or b['y'] + b['h'] <= a['y']
+			apart = (
+				a['x'] + a['w'] <= b['x'] or b['x'] + b['w'] <= a['x'] or a['y'] + a['h'] <= b['y'] or b['y'] + b['h'] <= a['y']
+			)
 			assert apart, f'cards overlap: {a} {b}'
 	await alice.screenshot(SHOTS / 'dashboard.png' if SHOTS else tmp_path / 'dashboard.png')
 	text = await alice.js('document.body.innerText')
@@ -240,7 +255,7 @@ async def test_the_page_asks_nothing_of_any_host_but_the_server(
 			lambda m: requested.append(m['params']['request']['url']) if m.get('method') == 'Network.requestWillBeSent' else None
 		)
 		await person.cdp.send('Network.enable')
-		await person.go(f'http://127.0.0.1:{server.port}/dashboard?token={ALPHA}')
+		await person.sign_in(f'http://127.0.0.1:{server.port}/dashboard', ALPHA)
 		await person.wait('[...document.querySelectorAll(".thumb img")].some(i => i.classList.contains("loaded"))')
 		await person.click('#cards > li .thumb')
 		await person.wait('document.getElementById("viewer").hidden === false')
@@ -254,16 +269,14 @@ async def test_the_page_asks_nothing_of_any_host_but_the_server(
 
 async def test_a_thumbnail_changes_after_its_session_navigates(alice: Person, alpha: Mcp, site: str) -> None:
 	pixels = (
-		"(() => { const img = document.querySelector('#cards > li[data-sid=\"alpha-home\"] .thumb img'); "
+		'(() => { const img = document.querySelector(\'#cards > li[data-sid="alpha-home"] .thumb img\'); '
 		"const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight; "
 		"c.getContext('2d').drawImage(img, 0, 0); return c.toDataURL(); })()"
 	)
 	before = await alice.wait(pixels)
 	await alpha.ok('browser_navigate', session_id='alpha-home', url=f'{site}/long')
 	await alice.wait(f'{pixels} !== {json.dumps(before)}', timeout=30)
-	await alice.wait(
-		"document.querySelector('#cards > li[data-sid=\"alpha-home\"]').innerText.includes('/long')", timeout=10
-	)
+	await alice.wait("document.querySelector('#cards > li[data-sid=\"alpha-home\"]').innerText.includes('/long')", timeout=10)
 
 
 async def test_another_principal_sees_none_of_it_and_cannot_act_on_it(
@@ -311,7 +324,7 @@ async def test_takeover_click_and_type_reach_the_page_and_the_agent_waits_until_
 
 	# a second person (another login of the same principal) cannot take over at the same time
 	async with httpx.AsyncClient(base_url=f'http://127.0.0.1:{server.port}', follow_redirects=True) as other:
-		page = await other.get(f'/dashboard?token={ALPHA}')
+		page = await other.get('/dashboard', headers={'Authorization': f'Bearer {ALPHA}'})
 		csrf = page.text.split('name="csrf-token" content="')[1].split('"')[0]
 		origin = f'http://127.0.0.1:{server.port}'
 		refused = await other.post(f'/dashboard/api/sessions/{sid}/takeover', headers={'X-CSRF-Token': csrf, 'Origin': origin})
@@ -330,7 +343,9 @@ async def test_takeover_click_and_type_reach_the_page_and_the_agent_waits_until_
 			progress_callback=noted,
 		)
 	)
-	box = await alice.js("(() => { const b = document.getElementById('live').getBoundingClientRect(); return [b.x, b.y, b.width, b.height]; })()")
+	box = await alice.js(
+		"(() => { const b = document.getElementById('live').getBoundingClientRect(); return [b.x, b.y, b.width, b.height]; })()"
+	)
 	await alice.click_at(box[0] + where['cx'] * box[2], box[1] + where['cy'] * box[3])
 	await alice.click_at(box[0] + where['nx'] * box[2], box[1] + where['ny'] * box[3])
 	await alice.type('hi')
@@ -353,7 +368,7 @@ async def test_takeover_click_and_type_reach_the_page_and_the_agent_waits_until_
 
 
 async def test_a_running_call_shows_on_its_card(alice: Person, alpha: Mcp, site: str) -> None:
-	card = "document.querySelector('#cards > li[data-sid=\"alpha-form\"]').innerText"
+	card = 'document.querySelector(\'#cards > li[data-sid="alpha-form"]\').innerText'
 	slow = asyncio.create_task(alpha.call('browser_navigate', session_id='alpha-form', url=f'{site}/slow?s=4'))
 	try:
 		await alice.wait(f"{card}.includes('busy') && {card}.includes('browser_navigate(url=')", timeout=15)
@@ -364,12 +379,14 @@ async def test_a_running_call_shows_on_its_card(alice: Person, alpha: Mcp, site:
 
 async def test_keyboard_opens_the_live_view_and_the_wheel_scrolls_the_page(alice: Person, alpha: Mcp) -> None:
 	sid = 'alpha-home'  # on /long since the thumbnail test
-	await alice.js(f"document.querySelector('#cards > li[data-sid=\"{sid}\"] .thumb').focus()")
+	await alice.js(f'document.querySelector(\'#cards > li[data-sid="{sid}"] .thumb\').focus()')
 	await alice.press('Enter')
 	await alice.wait("!document.getElementById('viewer').hidden && document.activeElement.id === 'takeover'")
 	await alice.press('Enter')
 	await alice.wait("!document.getElementById('release').hidden")
-	box = await alice.js("(() => { const b = document.getElementById('live').getBoundingClientRect(); return [b.x + b.width / 2, b.y + b.height / 2]; })()")
+	box = await alice.js(
+		"(() => { const b = document.getElementById('live').getBoundingClientRect(); return [b.x + b.width / 2, b.y + b.height / 2]; })()"
+	)
 	await alice.cdp.send('Input.dispatchMouseEvent', {'type': 'mouseWheel', 'x': box[0], 'y': box[1], 'deltaX': 0, 'deltaY': 600})
 	await asyncio.sleep(0.3)  # the page batches wheel events for 0.1 s
 	await alice.click('#release')
@@ -383,7 +400,7 @@ async def test_keyboard_opens_the_live_view_and_the_wheel_scrolls_the_page(alice
 async def test_close_button_closes_the_session(alice: Person, alpha: Mcp) -> None:
 	await alice.js('window.confirm = () => true')  # the "are you sure" dialog, answered as a person would
 	await alice.click('#cards > li[data-sid="alpha-form"] button.danger')
-	await alice.wait("!document.querySelector('#cards > li[data-sid=\"alpha-form\"]')")
+	await alice.wait('!document.querySelector(\'#cards > li[data-sid="alpha-form"]\')')
 	assert 'alpha-form' not in sids(await alpha.ok('browser_list_sessions'))
 
 

@@ -336,19 +336,22 @@ async def test_sidecar_takes_browsers_down_where_there_is_no_parent_death_signal
 	)
 
 
-async def test_without_either_guard_the_browsers_outlive_a_killed_server(raw, tmp_path: Path, site: str) -> None:
-	"""The control for the two tests above: the guards are what kills the browsers."""
+async def test_without_either_guard_the_devtools_pipe_still_ends_the_browsers(raw, tmp_path: Path, site: str) -> None:
+	"""Chromium exits when its DevTools pipe closes, and only the server holds the pipe's other end:
+	a third guard, which no setting turns off. (Before the pipe this test was the control showing
+	that the two guards above are what kills the browsers; they remain for a browser that stops
+	reading its pipe, and the orphan sweep for what survives anyway, tested with a marked orphan
+	above.) The state dir has no such guard: the next start-up sweeps it."""
 	home = tmp_path / 'home'
 	env = server_env(home, BROWSER_USE_MCP_PARENT_DEATH_SIGNAL='false', BROWSER_USE_MCP_WATCHDOG='off')
 	server = await start(raw, home, env=env)
 	pids = await open_sessions(server, site, ['a'])
 	os.kill(server.pid, signal.SIGKILL)
 	await server.wait(5)
-	await asyncio.sleep(1.5)
-	survivors = {p for p in pids if psutil.pid_exists(p)}
-	assert survivors, 'without a guard the browser should have survived (else the guard tests prove nothing)'
-	assert srv_dirs(home), 'and so did the state dir'
+	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 10), 'the pipe closing ended the browsers'
+	left = srv_dirs(home)
+	assert left, 'the state dir outlived the server'
 	follower = await start(raw, home)
 	async with follower.client() as mcp:
 		await mcp.ok('browser_list_sessions')
-	assert await asyncio.to_thread(wait_until, lambda: gone(survivors), 5), 'the next start-up swept them'
+	assert await asyncio.to_thread(wait_until, lambda: not any(d.exists() for d in left), 5), 'the next start-up swept it'

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import threading
 from pathlib import Path
 
-from tests.support import RawServer, server_env
+import pytest
+
+from browser_use_mcp import urls
+from tests.support import Mcp, RawServer, server_env
 
 
 async def test_navigate_refuses_a_disallowed_url_before_any_request(tmp_path: Path, site: str) -> None:
@@ -50,3 +54,88 @@ async def test_navigate_refuses_a_disallowed_url_before_any_request(tmp_path: Pa
 		await server.stop()
 		trap.shutdown()
 		trap.server_close()
+
+
+BROWSER_PAGES = (
+	'chrome://gpucrash',
+	'chrome://inducebrowsercrashforrealz',
+	'CHROME://version/',
+	' chrome://settings',
+	'chrome-untrusted://terminal/',
+	'devtools://devtools/bundled/inspector.html',
+	'chrome-extension://abcdefghijklmnopabcdefghijklmnop/x.html',
+	'chrome-search://local-ntp/',
+	'about:version',
+	'about:gpucrash',
+)
+
+
+async def test_browser_pages_are_refused_and_every_session_survives(mcp: Mcp, site: str) -> None:
+	"""chrome://gpucrash and friends would crash the browser every tenant of a shard shares."""
+	await mcp.ok('browser_navigate', session_id='bystander', url=f'{site}/two')
+	await mcp.ok('browser_navigate', session_id='hostile', url=f'{site}/one')
+	for url in BROWSER_PAGES:
+		for new_tab in (False, True):
+			r = await mcp.call('browser_navigate', session_id='hostile', url=url, new_tab=new_tab)
+			assert r.is_error and 'page of the browser itself' in r.text and '--allow-browser-urls' in r.text, (url, r.text)
+	# the page itself cannot get there either (Chromium's own rule): nothing crashes, nothing opens
+	for expression in (
+		'location = "chrome://gpucrash"; 1',
+		'location.href = "chrome://inducebrowsercrashforrealz"; 1',
+		'window.open("chrome://inducebrowsercrashforrealz"); window.open("chrome://gpucrash"); 1',
+	):
+		await mcp.ok('browser_evaluate', session_id='hostile', expression=expression)
+	await asyncio.sleep(1.0)
+	for session_id, path in (('hostile', '/one'), ('bystander', '/two')):
+		state = await mcp.page_state(session_id)
+		assert not state['url'].startswith('chrome'), state['url']
+		await mcp.ok('browser_navigate', session_id=session_id, url=f'{site}{path}')
+		assert (await mcp.page_state(session_id))['url'] == f'{site}{path}'
+	tabs = (await mcp.ok('browser_list_tabs', session_id='hostile')).text
+	assert 'chrome://' not in tabs, tabs
+
+
+async def test_operator_may_allow_named_browser_pages(tmp_path: Path) -> None:
+	home = tmp_path / 'home'
+	server = await RawServer(home, env=server_env(home, BROWSER_USE_MCP_ALLOW_BROWSER_URLS='chrome://version')).start()
+	try:
+		async with server.client() as mcp:
+			await mcp.ok('browser_navigate', session_id='ops', url='chrome://version')
+			assert (await mcp.page_state('ops'))['url'].startswith('chrome://version')
+			r = await mcp.call('browser_navigate', session_id='ops', url='chrome://gpucrash')
+			assert r.is_error and 'page of the browser itself' in r.text, r.text
+	finally:
+		await server.stop()
+
+
+@pytest.mark.parametrize(
+	('url', 'page'),
+	[
+		('chrome://gpucrash', 'chrome://gpucrash'),
+		('  Chrome://GPUcrash/x', 'chrome://gpucrash'),
+		('chr\tome://version', 'chrome://version'),
+		('about:blank', None),
+		('about:blank#x', None),
+		('ABOUT:version', 'about:version'),
+		('https://example.com/chrome://x', None),
+		('devtools://devtools/x', 'devtools://devtools'),
+		('file:///etc/passwd', None),
+	],
+)
+def test_browser_page_is_read_as_chromium_reads_it(url: str, page: str | None) -> None:
+	assert urls.browser_page(url) == page
+	assert (urls.refusal(url) is None) == (page is None)
+	assert urls.refusal(url, ('chrome://version', 'chrome://gpucrash', 'devtools://devtools', 'about:version')) is None
+
+
+def test_allow_browser_urls_from_flag_and_env() -> None:
+	from browser_use_mcp.cli import build_parser, cli_overrides
+	from browser_use_mcp.config import load_config, validate
+
+	ns = build_parser().parse_args(['--allow-browser-urls', 'chrome://version, about:version'])
+	config = load_config({}, browser_use=False, **cli_overrides(ns))
+	assert config.allow_browser_urls == ('chrome://version', 'about:version')
+	config = load_config({'BROWSER_USE_MCP_ALLOW_BROWSER_URLS': 'chrome://gpu'}, browser_use=False)
+	assert config.allow_browser_urls == ('chrome://gpu',)
+	with pytest.raises(SystemExit, match='allow-browser-urls'):
+		validate(config.with_overrides(allow_browser_urls=('https://example.com',)))

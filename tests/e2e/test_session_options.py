@@ -187,7 +187,8 @@ async def test_each_option_is_visible_from_the_page_and_only_in_its_session(mcp:
 	created = await create(mcp, 'phone', **PHONE)
 	assert created['created'] is True
 	assert list(created)[-1] == 'options', 'the new key comes after the existing ones'
-	assert created['options'] == {**PHONE, 'geolocation': {'latitude': 52.52, 'longitude': 13.405, 'accuracy': 25}}
+	shown = {**PHONE, 'geolocation': {'latitude': 52.52, 'longitude': 13.405, 'accuracy': 25}}
+	assert created['options'] == {**shown, 'extra_http_headers': {'X-Options-Test': 'redacted'}}, 'header values are never shown'
 	await create(mcp, 'plain')
 	await mcp.ok('browser_navigate', session_id='phone', url=f'{site}/')
 	await mcp.ok('browser_navigate', session_id='plain', url=f'{site}/')

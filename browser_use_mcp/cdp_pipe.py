@@ -1,0 +1,286 @@
+"""Chromium's DevTools over ``--remote-debugging-pipe``, shared by every CDP connection of ours.
+
+A DevTools TCP port on loopback is reachable from every page the browser shows: a page can scan
+loopback, navigate its own tab to ``http://127.0.0.1:PORT/json/list`` (same origin as the
+DevTools server, so Chromium's origin check does not apply) and from there list, close and
+drive every tab of every tenant. A pipe (fds 3 and 4 of the Chromium process, NUL-delimited
+JSON) is reachable only by the process that holds its other ends: this one.
+
+One pipe is one DevTools connection, so ``PipeMux`` multiplexes it: each ``Channel`` (a
+browser-use connection, the provider's own, storage seeding) gets a browser session of its own
+(``Target.attachToBrowserTarget``, flattened) and behaves as a separate connection to the
+browser: its own target discovery and auto-attach, its own child sessions. Chromium puts the
+``sessionId`` last in every message of a flattened session, so routing a message reads only its
+tail; large page-level messages (DOM snapshots, screenshots) are never parsed here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+logger = logging.getLogger('browser_use_mcp.cdp_pipe')
+
+# Chromium reads commands from fd 3 and writes replies and events to fd 4 of its process.
+CHILD_READ_FD = 3
+CHILD_WRITE_FD = 4
+_SESSION_TAIL = re.compile(r',"sessionId":"([0-9A-Za-z]+)"\}$')
+_CLIENT_SESSION_TAIL = re.compile(r',\s*"sessionId":\s*"([0-9A-Za-z]+)"\}$')
+_ATTACHED = '{"method":"Target.attachedToTarget"'
+_DETACHED = '{"method":"Target.detachedFromTarget"'
+# Client commands whose answer names a new session of the client's (flattened).
+_ATTACH_METHODS = frozenset({'Target.attachToTarget', 'Target.attachToBrowserTarget'})
+
+
+class PipeClosed(ConnectionResetError):
+	"""The browser's end of the pipe is gone (it exited), or the channel was closed."""
+
+
+def reserve_child_fds() -> None:
+	"""Keep fds 3 and 4 of this process taken, so no pipe of ours (nor the subprocess module's own
+	error pipe) ever has those numbers: the launch moves the browser's pipe ends onto them in
+	the child, which must not overwrite anything else."""
+	for fd in (CHILD_READ_FD, CHILD_WRITE_FD):
+		try:
+			os.fstat(fd)
+		except OSError:
+			null = os.open(os.devnull, os.O_RDONLY)
+			if null != fd:
+				os.dup2(null, fd, inheritable=False)
+				os.close(null)
+
+
+def install_child_fds(child_read: int, child_write: int) -> None:
+	"""Runs in the forked child, before exec: the pipe ends become fds 3 and 4."""
+	os.dup2(child_read, CHILD_READ_FD)
+	os.dup2(child_write, CHILD_WRITE_FD)
+
+
+class _Reader(asyncio.Protocol):
+	def __init__(self, mux: PipeMux) -> None:
+		self.mux = mux
+		self.buffer = bytearray()
+		self.scanned = 0
+
+	def data_received(self, data: bytes) -> None:
+		self.buffer.extend(data)
+		while True:
+			end = self.buffer.find(b'\0', self.scanned)
+			if end < 0:
+				self.scanned = len(self.buffer)
+				return
+			raw = bytes(self.buffer[:end])
+			del self.buffer[: end + 1]
+			self.scanned = 0
+			try:
+				self.mux.dispatch(raw.decode('utf-8', 'replace'))
+			except Exception:  # one bad message must not stop the reader
+				logger.exception('a message from the browser pipe could not be routed')
+
+	def connection_lost(self, exc: Exception | None) -> None:
+		self.mux.lost()
+
+
+class Channel:
+	"""One CDP connection over the pipe, used like a websocket: ``send``, ``async for``, ``close``."""
+
+	def __init__(self, mux: PipeMux, session_id: str) -> None:
+		self.mux = mux
+		self.session_id = session_id  # its browser session: messages without a sessionId are its own
+		self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+		self._attaching: set[tuple[str | None, Any]] = set()  # (session, id) of its attach commands
+		self.closed = False
+
+	async def send(self, text: str) -> None:
+		if self.closed or self.mux.closed:
+			raise PipeClosed('the browser connection is closed')
+		tail = _CLIENT_SESSION_TAIL.search(text, max(0, len(text) - 80))
+		if tail is not None and self.mux.owners.get(tail.group(1)) is self and '"Target.attachTo' not in text:
+			self.mux.write(text)  # a command on one of its own page sessions (cdp-use puts sessionId last)
+			return
+		message = json.loads(text)
+		session = message.get('sessionId')
+		if session is None:
+			message['sessionId'] = self.session_id
+		elif self.mux.owners.get(session) is not self:
+			# a session of another channel (or none): answered as Chromium answers an unknown one
+			self.deliver(
+				json.dumps(
+					{
+						'id': message.get('id'),
+						'error': {'code': -32001, 'message': 'Session with given id not found.'},
+						'sessionId': session,
+					}
+				)
+			)
+			return
+		if message.get('method') in _ATTACH_METHODS:
+			self._attaching.add((session, message.get('id')))
+		self.mux.write(json.dumps(message))
+
+	def deliver(self, text: str) -> None:
+		if not self.closed:
+			self._queue.put_nowait(text)
+
+	def received(self, session: str, text: str) -> str:
+		"""A message of one of its sessions, as the client sees it (its browser session's id removed)."""
+		if self._attaching and text.startswith('{"id":'):
+			key = (None if session == self.session_id else session, _leading_id(text))
+			if key in self._attaching:
+				self._attaching.discard(key)
+				child = (json.loads(text).get('result') or {}).get('sessionId')
+				if child:
+					self.mux.owners[child] = self
+		if session == self.session_id:
+			return text[: text.rindex(',"sessionId":')] + '}'
+		return text
+
+	async def __aiter__(self) -> AsyncIterator[str]:
+		while True:
+			text = await self._queue.get()
+			if text is None:
+				return
+			yield text
+
+	async def recv(self) -> str:
+		text = await self._queue.get()
+		if text is None:
+			self._queue.put_nowait(None)
+			raise PipeClosed('the browser connection is closed')
+		return text
+
+	def ended(self) -> None:
+		if not self.closed:
+			self.closed = True
+			self._queue.put_nowait(None)
+
+	async def close(self) -> None:
+		if self.closed:
+			return
+		self.ended()
+		self.mux.forget(self)
+
+
+def _leading_id(text: str) -> int | None:
+	end = text.find(',', 6)
+	try:
+		return int(text[6:end])
+	except ValueError:
+		return None
+
+
+class PipeMux:
+	"""One browser's pipe: the mux's own root-level commands, and every channel's traffic."""
+
+	def __init__(self) -> None:
+		self.owners: dict[str, Channel] = {}  # session id -> the channel it belongs to
+		self.closed = False
+		self._writer: asyncio.WriteTransport | None = None
+		self._reader: asyncio.ReadTransport | None = None
+		self._ids = itertools.count(1)
+		self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+		self._close_callbacks: list[Callable[[], Any]] = []
+
+	async def start(self, read_fd: int, write_fd: int) -> None:
+		"""Take over our ends of the two pipes (closed with the mux)."""
+		loop = asyncio.get_running_loop()
+		self._reader, _ = await loop.connect_read_pipe(lambda: _Reader(self), os.fdopen(read_fd, 'rb', buffering=0))
+		self._writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(write_fd, 'wb', buffering=0))
+
+	def on_close(self, callback: Callable[[], Any]) -> None:
+		self._close_callbacks.append(callback)
+
+	def write(self, text: str) -> None:
+		if self.closed or self._writer is None or self._writer.is_closing():
+			raise PipeClosed('the browser connection is closed')
+		self._writer.write(text.encode() + b'\0')
+
+	async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+		"""A root-level command of the mux itself; its result, or RuntimeError with Chromium's message."""
+		message_id = next(self._ids)
+		future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+		self._pending[message_id] = future
+		try:
+			self.write(json.dumps({'id': message_id, 'method': method, 'params': params or {}}))
+			reply = await future
+		finally:
+			self._pending.pop(message_id, None)
+		if 'error' in reply:
+			raise RuntimeError(reply['error'].get('message', 'CDP error'))
+		return reply.get('result', {})
+
+	async def open_channel(self) -> Channel:
+		"""A new connection to the browser, as a websocket to its browser endpoint would be."""
+		session = (await self.call('Target.attachToBrowserTarget'))['sessionId']
+		channel = Channel(self, session)
+		self.owners[session] = channel
+		return channel
+
+	def forget(self, channel: Channel) -> None:
+		for session in [s for s, c in self.owners.items() if c is channel]:
+			del self.owners[session]
+		if not self.closed:
+			task = asyncio.get_running_loop().create_task(self.call('Target.detachFromTarget', {'sessionId': channel.session_id}))
+			task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+	def dispatch(self, text: str) -> None:
+		match = _SESSION_TAIL.search(text, max(0, len(text) - 80))
+		if match is None:
+			self._root(json.loads(text))
+			return
+		session = match.group(1)
+		channel = self.owners.get(session)
+		if channel is None:
+			return  # a session whose channel is gone: its last words
+		if text.startswith(_ATTACHED):
+			child = (json.loads(text).get('params') or {}).get('sessionId')
+			if child:
+				self.owners[child] = channel  # what a session of the channel attaches belongs to it too
+		elif text.startswith(_DETACHED):
+			child = (json.loads(text).get('params') or {}).get('sessionId')
+			if child and child != channel.session_id:
+				self.owners.pop(child, None)
+		channel.deliver(channel.received(session, text))
+
+	def _root(self, message: dict[str, Any]) -> None:
+		if 'sessionId' in message:  # not at the tail after all: route it the slow way
+			session = message['sessionId']
+			channel = self.owners.get(session)
+			if channel is not None:
+				if session == channel.session_id:
+					del message['sessionId']
+				channel.deliver(json.dumps(message))
+			return
+		future = self._pending.get(message.get('id', -1))
+		if future is not None and not future.done():
+			future.set_result(message)
+
+	def lost(self) -> None:
+		if self.closed:
+			return
+		self.closed = True
+		for future in self._pending.values():
+			if not future.done():
+				future.set_exception(PipeClosed('the browser closed its DevTools pipe'))
+		for channel in set(self.owners.values()):
+			channel.ended()
+		self.owners.clear()
+		for callback in list(self._close_callbacks):
+			try:
+				callback()
+			except Exception:
+				logger.exception('a callback on the end of a browser pipe failed')
+
+	def close(self) -> None:
+		for transport in (self._writer, self._reader):
+			if transport is not None:
+				with contextlib.suppress(Exception):
+					transport.close()
+		self.lost()

@@ -1,0 +1,100 @@
+"""Every call ends by its tool's deadline, with what happened and what to do, when the session's
+tab crashed (its renderer died; the browser lives) or hangs (a script that never yields).
+
+CDP commands to such a tab are never answered: browser_evaluate took 75 s to answer, and
+browser_get_state ran for minutes. The renderer is killed from outside (as an out-of-memory kill
+or a renderer bug would); the hang is a page script that never ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from browser_use_mcp.catalog import DEADLINE_SCALE_ENV, deadline
+from tests.support import RawServer, server_env
+
+SCALE = 0.2  # browser_evaluate 5 s, browser_get_state 12 s
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[RawServer]:
+	home = tmp_path / 'home'
+	raw = await RawServer(home, env=server_env(home, **{DEADLINE_SCALE_ENV: str(SCALE)})).start()
+	yield raw
+	raw.close_stdin()
+	await raw.wait(20)
+	await raw.stop()
+
+
+def kill_renderers(server: RawServer) -> int:
+	"""SIGKILL the page renderers of the server's browsers (the test's only session): the tab crashes."""
+	killed = 0
+	for proc in psutil.Process(server.proc.pid).children(recursive=True):
+		try:
+			if '--type=renderer' in proc.cmdline() and '--extension-process' not in proc.cmdline():
+				proc.kill()
+				killed += 1
+		except psutil.Error:
+			continue
+	return killed
+
+
+async def test_a_crashed_tab_is_said_at_once_and_replaced(server: RawServer, site: str) -> None:
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', url=f'{site}/two')
+		assert kill_renderers(server) >= 1
+		await asyncio.sleep(0.5)
+		started = time.monotonic()
+		result = await asyncio.wait_for(mcp.call('browser_evaluate', expression='1 + 1'), 60)
+		took = time.monotonic() - started
+		assert result.is_error, result.text
+		assert 'crashed' in result.text and 'now on' in result.text, result.text
+		assert took <= deadline('browser_evaluate') * SCALE + 3, f'{took:.1f} s'
+		# the session goes on, in a working tab
+		await mcp.ok('browser_get_state')
+		await mcp.ok('browser_navigate', url=f'{site}/two')
+		assert (await mcp.ok('browser_evaluate', expression='location.pathname')).structured['result'] == '/two'
+
+		# a crash during a call ends that call at once, not at its deadline
+		await mcp.ok('browser_evaluate', expression='setTimeout(() => { while (true) {} }, 300); 1')
+		await asyncio.sleep(0.6)  # the tab hangs: the next call waits on it
+		state = asyncio.ensure_future(mcp.call('browser_get_state'))
+		await asyncio.sleep(1.5)
+		kill_renderers(server)
+		started = time.monotonic()
+		result = await asyncio.wait_for(state, 60)
+		assert result.is_error and 'crashed during the call' in result.text, result.text
+		assert time.monotonic() - started < 5
+		await mcp.ok('browser_get_state')
+
+		# a navigation after a crash just works on the replacement tab, and says what happened
+		kill_renderers(server)
+		await asyncio.sleep(0.5)
+		went = await mcp.ok('browser_navigate', url=f'{site}/two')
+		assert any('tab had crashed' in t for t in went.texts), went.texts
+		assert (await mcp.ok('browser_evaluate', expression='location.pathname')).structured['result'] == '/two'
+
+
+async def test_a_hung_tab_ends_the_call_by_its_deadline_and_the_session_keeps_working(server: RawServer, site: str) -> None:
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', url=f'{site}/two')
+		await mcp.ok('browser_evaluate', expression='setTimeout(() => { while (true) {} }, 300); 1')
+		await asyncio.sleep(0.5)
+		limit = deadline('browser_get_state') * SCALE
+		started = time.monotonic()
+		result = await asyncio.wait_for(mcp.call('browser_get_state'), 90)
+		took = time.monotonic() - started
+		assert result.is_error, result.text[:300]
+		assert 'not responding' in result.text and 'browser_close_tab' in result.text, result.text
+		assert took <= limit + 5, f'{took:.1f} s against a {limit:g} s deadline'
+		# what the error says to do works
+		tabs = (await mcp.ok('browser_list_tabs')).structured['tabs']
+		await mcp.ok('browser_navigate', url=f'{site}/', new_tab=True)
+		await mcp.ok('browser_close_tab', tab_id=tabs[0]['tab_id'])
+		assert (await mcp.ok('browser_get_state')).json()['url'].rstrip('/') == site.rstrip('/')

@@ -1,0 +1,59 @@
+"""A session costs one renderer for its tab, not a renderer of browser UI besides.
+
+Chromium 156 builds the omnibox popup as WebUI pages (chrome://omnibox-popup.top-chrome/) for every
+browser window, in a renderer started with ``--top-chrome-webui``; a headless window has no
+omnibox to show them in. Every session has a window of its own (a browser context's first tab opens
+one; a Chromium per session opens one at start), so each session paid a second renderer (~35 MB
+PSS) for nothing. The launch flags turn that WebUI off (``EXTRA_ARGS`` in browser.py). These tests
+count the renderers in the server's own process tree, in both isolation modes, with whatever
+Chromium the server would use (``BROWSER_USE_MCP_CHROMIUM`` is passed through: run them once with
+each version you care about).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+
+import psutil
+import pytest
+
+from browser_use_mcp.doctor import renderer_cmdlines, ui_switches
+from tests.support import Background, Mcp, isolation_modes, running_server, server_env
+
+isolation = isolation_modes('browser', 'context')
+
+SESSIONS = 4
+SPARE = 2  # renderers a browser may keep beyond one per tab (a spare renderer, a process being replaced)
+
+
+def renderers(server_pid: int) -> list[list[str]]:
+	"""The command lines of the renderer processes in the server's process tree."""
+	try:
+		return renderer_cmdlines(psutil.Process(server_pid).children(recursive=True))
+	except psutil.NoSuchProcess:
+		return []
+
+
+@pytest.fixture(scope='module')
+async def server(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> AsyncIterator[Mcp]:
+	home = tmp_path_factory.mktemp('renderers-home')
+	chromium = os.environ.get('BROWSER_USE_MCP_CHROMIUM')
+	env = server_env(home, **({'BROWSER_USE_MCP_CHROMIUM': chromium} if chromium else {}))
+	async with Background(running_server(home, env=env)) as running:
+		yield running
+
+
+async def test_a_session_costs_one_renderer_and_no_browser_ui(server: Mcp, site: str, isolation: str) -> None:
+	sessions = [f'renderers-{isolation}-{i}' for i in range(SESSIONS)]
+	for sid in sessions:
+		await server.ok('browser_navigate', session_id=sid, url=f'{site}/')
+		await server.page_state(sid)
+	await asyncio.sleep(1.5)  # browser UI is built after the window appears: give it time to show up
+	found = renderers(server.pid)
+	ui = [ui_switches(cmdline) for cmdline in found if ui_switches(cmdline)]
+	assert not ui, f'{len(ui)} of {len(found)} renderers are browser UI, {SESSIONS} sessions ({isolation}): {ui[:2]}'
+	assert len(found) <= SESSIONS + SPARE, f'{len(found)} renderers for {SESSIONS} sessions with one tab each ({isolation})'
+	for sid in sessions:
+		await server.ok('browser_close_session', session_id=sid)

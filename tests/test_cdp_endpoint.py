@@ -1,0 +1,186 @@
+"""Our CDP endpoints (issue #22): only our own clients get in, and a browser of ours has no port.
+
+The websocket endpoint browser-use connects to refuses whatever a web page could send (every
+page's request carries an Origin or Sec-Fetch-* header), any path but a session's secret one,
+and serves no HTTP discovery. A Chromium of ours speaks DevTools over its pipe only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import InvalidStatus
+
+from browser_use_mcp.browser import ChromiumProcess, find_chromium
+from browser_use_mcp.processes import Owner
+from browser_use_mcp.providers.cdp_proxy import ContextRouter
+
+
+class Echo:
+	async def serve(self, client: ServerConnection) -> None:
+		async for message in client:
+			await client.send(message)
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> int:
+	opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+	try:
+		with opener.open(urllib.request.Request(url, headers=headers or {}), timeout=5) as reply:
+			return reply.status
+	except urllib.error.HTTPError as exc:
+		return exc.code
+
+
+async def test_endpoint_refuses_origins_wrong_paths_and_discovery() -> None:
+	router = ContextRouter()
+	await router.start()
+	try:
+		url = router.add(Echo())
+		token = url.rsplit('/', 1)[1]
+		assert len(token) >= 32, 'a secret path (secrets.token_urlsafe)'
+		async with connect(url) as ws:  # our client: no Origin header
+			await ws.send('{"id":1}')
+			assert await ws.recv() == '{"id":1}'
+		for origin in (f'http://127.0.0.1:{router.port}', 'http://127.0.0.1:8000', 'null'):
+			with pytest.raises(InvalidStatus) as refused:
+				async with connect(url, origin=origin):  # type: ignore[arg-type]
+					pass
+			assert refused.value.response.status_code == 403
+		with pytest.raises(InvalidStatus) as refused:
+			async with connect(url, additional_headers={'Sec-Fetch-Site': 'same-origin'}):
+				pass
+		assert refused.value.response.status_code == 403
+		base = f'ws://127.0.0.1:{router.port}'
+		for path in ('/devtools/browser/' + token[:-1], '/devtools/browser', '/', '/json/version', '/devtools/page/' + token):
+			with pytest.raises(InvalidStatus) as refused:
+				async with connect(base + path):
+					pass
+			assert refused.value.response.status_code == 404, path
+		http = f'http://127.0.0.1:{router.port}'
+		for path in ('/json/list', '/json/version', '/json', '/json/close/x', '/'):
+			assert await asyncio.to_thread(_get, http + path) == 404
+		# a page's navigation to the secret path itself (it would have to guess it): no handshake, no content
+		assert (
+			await asyncio.to_thread(
+				_get, http + '/devtools/browser/' + token, {'Sec-Fetch-Mode': 'navigate', 'Sec-Fetch-Site': 'none'}
+			)
+			== 403
+		)
+		router.remove(url)
+		with pytest.raises(InvalidStatus):
+			async with connect(url):
+				pass
+	finally:
+		await router.close()
+
+
+@pytest.mark.skipif(find_chromium() is None, reason='no Chromium')
+async def test_chromium_of_ours_has_no_devtools_port_and_channels_are_separate() -> None:
+	with tempfile.TemporaryDirectory() as tmp:
+		profile = Path(tmp)
+		args = ['--headless=new', '--no-sandbox', f'--user-data-dir={profile}', '--proxy-server=http://127.0.0.1:9']
+		chromium = await ChromiumProcess.launch(find_chromium() or '', args, profile, Owner.current())
+		try:
+			assert chromium.product.startswith(('Chrome/', 'HeadlessChrome/')), chromium.product
+			tree = [psutil.Process(chromium.pid), *psutil.Process(chromium.pid).children(recursive=True)]
+			listening = [c for p in tree for c in p.net_connections(kind='inet') if c.status == psutil.CONN_LISTEN]
+			assert listening == [], listening
+			assert '--remote-debugging-pipe' in psutil.Process(chromium.pid).cmdline()
+			a, b = await chromium.cdp.open_channel(), await chromium.cdp.open_channel()
+
+			async def ask(channel: object, message: dict[str, object]) -> dict[str, object]:
+				await channel.send(json.dumps(message))  # type: ignore[attr-defined]
+				while True:
+					reply = json.loads(await channel.recv())  # type: ignore[attr-defined]
+					if reply.get('id') == message['id']:
+						return reply
+
+			target = (await ask(b, {'id': 1, 'method': 'Target.createTarget', 'params': {'url': 'about:blank'}}))['result']
+			attached = await ask(
+				b, {'id': 2, 'method': 'Target.attachToTarget', 'params': {'targetId': target['targetId'], 'flatten': True}}
+			)  # type: ignore[index]
+			session = attached['result']['sessionId']  # type: ignore[index]
+			two = await ask(b, {'id': 3, 'method': 'Runtime.evaluate', 'params': {'expression': '1+1'}, 'sessionId': session})
+			assert two['result']['result']['value'] == 2  # type: ignore[index]
+			foreign = await ask(a, {'id': 3, 'method': 'Runtime.evaluate', 'params': {'expression': '1+1'}, 'sessionId': session})
+			assert 'error' in foreign, 'a channel cannot use a session another channel attached'
+			await a.close()
+			await b.close()
+			# the pipe's end is a liveness signal: the browser gone, the mux says so
+			gone = asyncio.get_running_loop().create_future()
+			chromium.on_exit(lambda _c: gone.done() or gone.set_result(True))
+			with contextlib.suppress(ProcessLookupError):
+				psutil.Process(chromium.pid).kill()
+			await asyncio.wait_for(gone, 10)
+			assert chromium.cdp.closed
+		finally:
+			await chromium.kill()
+
+
+class Recorder:
+	"""An upstream that records what reaches the browser and answers nothing."""
+
+	def __init__(self) -> None:
+		self.sent: list[str] = []
+		self._closed = asyncio.Event()
+
+	async def send(self, message: str) -> None:
+		self.sent.append(message)
+
+	async def __aiter__(self):  # type: ignore[no-untyped-def]
+		await self._closed.wait()
+		return
+		yield
+
+	async def close(self) -> None:
+		self._closed.set()
+
+
+async def test_endpoint_keeps_browser_use_and_its_agent_off_browser_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+	"""Whatever browser-use navigates to (the agent's own steps included) passes our endpoint."""
+	from browser_use_mcp import urls
+	from browser_use_mcp.providers.cdp_proxy import ContextLink, PassthroughLink
+
+	monkeypatch.setattr(urls, 'ALLOWED', ('chrome://version',))
+	router = ContextRouter()
+	await router.start()
+	try:
+		for make in (PassthroughLink, lambda up: ContextLink(up, 'CTX')):
+			upstream = Recorder()
+
+			async def opener(upstream: Recorder = upstream) -> Recorder:
+				return upstream
+
+			url = router.add(make(opener))
+			async with connect(url) as ws:
+				for n, (method, target) in enumerate(
+					[
+						('Page.navigate', 'chrome://gpucrash'),
+						('Target.createTarget', ' CHROME://inducebrowsercrashforrealz'),
+						('Page.navigate', 'about:version'),
+					]
+				):
+					await ws.send(json.dumps({'id': n, 'method': method, 'params': {'url': target}, 'sessionId': 'S1'}))
+					reply = json.loads(await asyncio.wait_for(ws.recv(), 5))
+					assert reply['id'] == n and 'page of the browser itself' in reply['error']['message'], reply
+					assert reply['sessionId'] == 'S1'
+				for n, target in enumerate(('https://example.com/', 'about:blank', 'chrome://version/'), start=10):
+					await ws.send(json.dumps({'id': n, 'method': 'Page.navigate', 'params': {'url': target}, 'sessionId': 'S1'}))
+				await asyncio.sleep(0.2)
+			assert [json.loads(m)['params']['url'] for m in upstream.sent] == [
+				'https://example.com/',
+				'about:blank',
+				'chrome://version/',
+			]
+	finally:
+		await router.close()
