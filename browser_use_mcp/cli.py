@@ -155,7 +155,21 @@ def build_parser() -> argparse.ArgumentParser:
 		'--tools',
 		metavar='GROUPS',
 		help='which tool groups to offer, comma-separated: core (the default catalogue), interaction (select, hover, '
-		f'drag, wait_for), all (env {_env("tools")})',
+		f'drag, wait_for, upload), all (env {_env("tools")})',
+	)
+	n = parser.add_argument_group('egress policy (docs/security.md)')
+	n.add_argument(
+		'--block-private-networks',
+		action='store_true',
+		default=None,
+		help='pages cannot reach loopback, private, link-local or metadata addresses (default over HTTP; '
+		f'env {_env("block_private_networks")})',
+	)
+	n.add_argument(
+		'--allow-private-networks',
+		action='store_true',
+		default=None,
+		help=f'over HTTP, let pages reach private networks and this machine (env {_env("allow_private_networks")})',
 	)
 	g = parser.add_argument_group('selenium grid')
 	g.add_argument(
@@ -230,6 +244,8 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'grid_default_session': ns.grid_default_session,
 		'log_level': ns.log_level,
 		'tools': tuple(g.strip() for g in ns.tools.split(',') if g.strip()) if ns.tools is not None else None,
+		'block_private_networks': ns.block_private_networks,
+		'allow_private_networks': ns.allow_private_networks,
 	}
 	return {k: v for k, v in values.items() if v is not None}
 

@@ -100,9 +100,14 @@ class ServerConfig:
 	cached_result_types: bool = True  # bubus builds one pydantic adapter per event result type, not one per event
 	fast_dom_capture: bool = True  # browser-use reads the page's trees in one round of CDP requests
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
+	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
+	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
+	# egress policy (browser_use_mcp/egress.py): may pages reach loopback, private and link-local addresses?
+	block_private_networks: bool = False  # stdio: refuse them too (HTTP refuses them unless allowed)
+	allow_private_networks: bool = False  # HTTP: allow them (stdio allows them unless blocked)
 	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
 
 	# which tool groups tools/list offers (browser_use_mcp.tools.GROUPS): core | interaction | all
@@ -186,11 +191,15 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'cached_result_types': (f'{ENV_PREFIX}CACHED_RESULT_TYPES', _truthy),
 	'fast_dom_capture': (f'{ENV_PREFIX}FAST_DOM_CAPTURE', _truthy),
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
+	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
+	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
 	'tools': (f'{ENV_PREFIX}TOOLS', _tokens),
+	'block_private_networks': (f'{ENV_PREFIX}BLOCK_PRIVATE_NETWORKS', _truthy),
+	'allow_private_networks': (f'{ENV_PREFIX}ALLOW_PRIVATE_NETWORKS', _truthy),
 }
 
 
@@ -348,5 +357,7 @@ def validate(config: ServerConfig) -> None:
 		)
 	if not 0 < config.port < 65536:
 		problems.append(f'port {config.port} is out of range')
+	if config.block_private_networks and config.allow_private_networks:
+		problems.append('--block-private-networks and --allow-private-networks contradict each other: give one')
 	if problems:
 		raise SystemExit('Invalid configuration: ' + '; '.join(problems))
