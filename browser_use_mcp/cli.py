@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
 		metavar='SECONDS',
 		help=f'a dashboard takeover ends after this long without input (default 120; env {_env("takeover_timeout")})',
 	)
+	g.add_argument(
+		'--metrics-public',
+		action='store_true',
+		default=None,
+		help='serve /healthz, /readyz and /metrics without a token even when bound beyond loopback '
+		f'(on loopback they never ask for one; env {_env("metrics_public")})',
+	)
 	h = parser.add_argument_group('http hardening (docs/security.md)')
 	h.add_argument(
 		'--header-timeout',
@@ -179,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
 		help=f'stderr log level (default warning; env {_env("log_level")})',
 	)
 	o.add_argument(
+		'--log-format',
+		choices=('text', 'json'),
+		help=f'stderr log lines as text, or one JSON object per line (default text; env {_env("log_format")})',
+	)
+	o.add_argument(
 		'--output',
 		metavar='PATH',
 		help='demo only: where to write the contact sheet PNG (default ./demo-output/contact-sheet.png)',
@@ -222,6 +234,8 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'grid_timeout': ns.grid_timeout,
 		'grid_default_session': ns.grid_default_session,
 		'log_level': ns.log_level,
+		'log_format': ns.log_format,
+		'metrics_public': ns.metrics_public,
 	}
 	return {k: v for k, v in values.items() if v is not None}
 
@@ -244,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
 
 	# serving answers the MCP handshake before browser-use is imported; the registry completes the config
 	config = load_config(browser_use=ns.command != 'serve', **cli_overrides(ns))
-	setup_logging(config.log_level)
+	setup_logging(config.log_level, config.log_format)
 	if ns.command == 'doctor':
 		from browser_use_mcp.doctor import run_doctor
 

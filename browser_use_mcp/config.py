@@ -58,6 +58,7 @@ class ServerConfig:
 	allow_unauthenticated: bool = False
 	dashboard_port: int = 0  # stdio: serve the dashboard on 127.0.0.1 at this port; 0 = off (HTTP: always at /dashboard)
 	takeover_timeout: float = 120.0  # s without input after which a dashboard takeover ends by itself
+	metrics_public: bool = False  # /healthz, /readyz, /metrics without a token even off loopback
 	# HTTP hardening (docs/security.md#http-hardening)
 	header_timeout: float = 10.0  # s a connection may take to send a whole request header
 	keep_alive_timeout: float = 5.0  # s an idle keep-alive connection stays open between requests
@@ -110,6 +111,7 @@ class ServerConfig:
 
 	# misc
 	log_level: str = 'warning'
+	log_format: str = 'text'  # text | json (one JSON object per line)
 	telemetry: bool = True
 
 	# Set when built without browser-use's config.json (to answer the MCP handshake without
@@ -152,6 +154,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'allow_unauthenticated': (f'{ENV_PREFIX}ALLOW_UNAUTHENTICATED', _truthy),
 	'dashboard_port': (f'{ENV_PREFIX}DASHBOARD_PORT', _int),
 	'takeover_timeout': (f'{ENV_PREFIX}TAKEOVER_TIMEOUT', _float),
+	'metrics_public': (f'{ENV_PREFIX}METRICS_PUBLIC', _truthy),
 	'header_timeout': (f'{ENV_PREFIX}HEADER_TIMEOUT', _float),
 	'keep_alive_timeout': (f'{ENV_PREFIX}KEEP_ALIVE_TIMEOUT', _float),
 	'max_connections': (f'{ENV_PREFIX}MAX_CONNECTIONS', _int),
@@ -166,6 +169,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'state_dir': (f'{ENV_PREFIX}STATE_DIR', lambda v: Path(v).expanduser()),
 	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
 	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),
+	'log_format': (f'{ENV_PREFIX}LOG_FORMAT', str),
 	'isolation': (f'{ENV_PREFIX}ISOLATION', str),
 	'contexts_per_browser': (f'{ENV_PREFIX}CONTEXTS_PER_BROWSER', _int),
 	'shared_browser_idle': (f'{ENV_PREFIX}SHARED_BROWSER_IDLE', _float),
@@ -314,6 +318,8 @@ def validate(config: ServerConfig) -> None:
 	from browser_use_mcp.urls import browser_url_problem
 
 	problems.extend(p for p in (browser_url_problem(u) for u in config.allow_browser_urls) if p)
+	if config.log_format not in ('text', 'json'):
+		problems.append(f'log format must be text or json, not {config.log_format!r}')
 	if config.watchdog not in ('auto', 'on', 'off'):
 		problems.append(f'watchdog must be auto, on or off, not {config.watchdog!r}')
 	if not 0 <= config.dashboard_port < 65536:

@@ -56,6 +56,7 @@ from browser_use_mcp.guard import (
 	raise_fd_limit,
 )
 from browser_use_mcp.logs import hide
+from browser_use_mcp.metrics import Metrics, guarded, needs_token
 from browser_use_mcp.server import PrincipalOf, build_server, run_until_stopped
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
 from browser_use_mcp.telemetry import Telemetry
@@ -302,12 +303,26 @@ class LegacySse:
 			stream.cancel.cancel()
 
 
+def metrics_routes(metrics: Metrics, config: ServerConfig, verifier: TokenPrincipals | None) -> list[Route]:
+	"""/healthz, /readyz, /metrics: without a token on a loopback bind or with --metrics-public,
+	else behind the same tokens as /mcp (any token sees the whole server's figures)."""
+	principal_of = verifier.principal if verifier is not None else None
+	if not needs_token(config.host, verifier is not None, config.metrics_public):
+		principal_of = None
+	return metrics.routes(lambda handler: guarded(handler, loopback=is_loopback(config.host), principal_of=principal_of))
+
+
 def build_app(
-	server: Server[Any], config: ServerConfig, verifier: TokenPrincipals | None, dashboard: Dashboard | None = None
+	server: Server[Any],
+	config: ServerConfig,
+	verifier: TokenPrincipals | None,
+	dashboard: Dashboard | None = None,
+	metrics: Metrics | None = None,
 ) -> Starlette:
 	"""The ASGI app: the SDK's Streamable HTTP endpoint at /mcp and its legacy HTTP+SSE one at
-	/sse and /messages/, one ``Server`` behind both, behind bearer auth if configured; and the
-	dashboard at /dashboard (it checks the same tokens itself, and also takes a sign-in cookie).
+	/sse and /messages/, one ``Server`` behind both, behind bearer auth if configured; the
+	dashboard at /dashboard (it checks the same tokens itself, and also takes a sign-in cookie);
+	and /healthz, /readyz, /metrics (``metrics_routes``).
 
 	Setting the SDK's ``AuthenticatedUser`` on each request also makes the SDK bind every
 	handshake-era transport session and every SSE session to the principal that opened it.
@@ -354,6 +369,7 @@ def build_app(
 		Route(SSE_PATH, endpoint=protect(legacy.stream)),
 		Route(MESSAGES_PATH, endpoint=protect(legacy.transport.handle_post_message)),
 		*(dashboard.routes() if dashboard is not None else []),
+		*(metrics_routes(metrics, config, verifier) if metrics is not None else []),
 	]
 	app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 	app.state.legacy_sse = legacy
@@ -431,14 +447,15 @@ async def serve_http(config: ServerConfig) -> None:
 		registry.begin()
 		telemetry.started()
 		principal_of: PrincipalOf = principal_from_request if verifier else (lambda _ctx: LOCAL_PRINCIPAL)
-		server = build_server(Catalog(registry), principal_of=principal_of, telemetry=telemetry)
+		metrics = Metrics(registry)
+		server = build_server(Catalog(registry), principal_of=principal_of, telemetry=telemetry, metrics=metrics)
 		dashboard = Dashboard(
 			registry,
 			verifier.principal if verifier else None,
 			loopback=is_loopback(config.host),
 			takeover_timeout=config.takeover_timeout,
 		)
-		app = build_app(server, config, verifier, dashboard)
+		app = build_app(server, config, verifier, dashboard, metrics)
 		legacy = app.state.legacy_sse
 		uv = _uvicorn_server(app, config, connection_guard(config))
 		serving = asyncio.create_task(uv.serve(sockets=[sock]), name='http-server')
@@ -447,7 +464,7 @@ async def serve_http(config: ServerConfig) -> None:
 		auth = f'{len(verifier)} token(s)' if verifier else 'no authentication'
 		print(
 			f'browser-use-mcp: serving MCP at http://{host}:{config.port}{MCP_PATH} (legacy HTTP+SSE at {SSE_PATH}; '
-			f'dashboard at {DASHBOARD_PATH}; {auth})',
+			f'dashboard at {DASHBOARD_PATH}; /healthz, /readyz, /metrics; {auth})',
 			file=sys.stderr,
 			flush=True,
 		)
@@ -485,16 +502,20 @@ async def stop_uvicorn(uv: Any, serving: asyncio.Task[Any]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def standalone_dashboard(config: ServerConfig, registry: SessionRegistry) -> AsyncIterator[None]:
-	"""With stdio, ``--dashboard-port N``: the dashboard alone on 127.0.0.1:N, for the one local
-	principal, served while the block runs. Loopback only: stdio has no tokens to check."""
+async def standalone_dashboard(
+	config: ServerConfig, registry: SessionRegistry, metrics: Metrics | None = None
+) -> AsyncIterator[None]:
+	"""With stdio, ``--dashboard-port N``: the dashboard on 127.0.0.1:N, for the one local
+	principal, with /healthz, /readyz and /metrics beside it, served while the block runs.
+	Loopback only: stdio has no tokens to check."""
 	if not config.dashboard_port:
 		yield
 		return
 	sock = bind_socket('127.0.0.1', config.dashboard_port)
 	dashboard = Dashboard(registry, None, loopback=True, takeover_timeout=config.takeover_timeout)
 	middleware = [Middleware(HideToken), Middleware(BodyLimit, limit_for=lambda _path: DASHBOARD_MAX_BODY)]
-	app = Starlette(routes=dashboard.routes(), middleware=middleware)
+	health = metrics.routes(lambda handler: guarded(handler, loopback=True, principal_of=None)) if metrics is not None else []
+	app = Starlette(routes=[*dashboard.routes(), *health], middleware=middleware)
 	uv = _uvicorn_server(app, config, connection_guard(config))
 	serving = asyncio.create_task(uv.serve(sockets=[sock]), name='dashboard-server')
 	print(f'browser-use-mcp: dashboard at http://127.0.0.1:{config.dashboard_port}{DASHBOARD_PATH}', file=sys.stderr, flush=True)

@@ -397,6 +397,37 @@ class SessionRegistry:
 				logger.warning('could not start the cleanup sidecar (%s); relying on the start-up sweep', exc)
 		configure_launch(self.config.parent_death_signal and parent_death_signal_supported(), self._sidecar)
 
+	# -- health ------------------------------------------------------------------------------
+
+	def providers(self) -> list[BrowserProvider]:
+		"""Where sessions' browsers come from (named and default sessions), once each."""
+		return list(dict.fromkeys(p for p in (self.provider, self.default_provider) if p is not None))
+
+	def pending(self) -> list[tuple[str, str]]:
+		"""(principal, session id) of the sessions being created now."""
+		return list(self._creating)
+
+	async def not_ready(self) -> str | None:
+		"""Why a new session could not be served now (None: it could), without launching anything:
+		start-up (browser-use, the patches, the sweep) not done or failed, shutting down, or a
+		provider that knows it cannot make a browser (no Chromium, the last launch failed, the Grid
+		does not answer)."""
+		if self._shutting_down:
+			return 'the server is shutting down'
+		starting = self._starting
+		if starting is None or not starting.done():
+			return 'starting: loading browser-use'
+		if starting.cancelled():
+			return 'the server is shutting down'
+		if starting.exception() is not None:
+			exc = starting.exception()
+			return f'the server could not prepare its browsers: {type(exc).__name__}: {exc}'
+		for provider in self.providers():
+			problem = await provider.problem()
+			if problem:
+				return problem
+		return None
+
 	# -- lookup ------------------------------------------------------------------------------
 
 	def sessions(self, principal: str | None = None) -> list[SessionState]:

@@ -200,6 +200,11 @@ class BrowserProvider(ABC):
 				raise BrowserStartFailed(f'Could not connect to the browser: {exc}. {suffix}'.strip()) from exc
 		return Browser(endpoint, session, tasks)
 
+	async def problem(self) -> str | None:
+		"""Why this provider could not make a browser now, as far as it knows without making one
+		(None: nothing known against it); for /readyz, which caches it. Never launches anything."""
+		return None
+
 	async def shutdown(self) -> None:  # noqa: B027 - most providers hold nothing beyond their sessions
 		"""Release whatever the provider holds beyond its sessions' browsers (shared processes)."""
 

@@ -3,6 +3,7 @@ session a persistent profile (the default session's)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from browser_use_mcp.browser import (
@@ -18,6 +19,10 @@ from browser_use_mcp.providers.cdp_client import CdpConnection
 from browser_use_mcp.providers.cdp_proxy import ContextRouter, PassthroughLink
 from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import outside_scopes
+
+# s a failed launch keeps /readyz at 503 unless a launch succeeds first: long enough for a probe
+# to see it, short enough that a server nobody sends traffic to (because it is not ready) recovers
+LAUNCH_FAILURE_MEMORY = 60.0
 
 NO_CHROMIUM = (
 	'No Chromium or Chrome was found. Install it (Debian/Ubuntu: apt-get install chromium) or set '
@@ -68,6 +73,7 @@ class ProcessProvider(BrowserProvider):
 		self.user_args = user_args
 		self.use_extensions = use_extensions
 		self.router = ContextRouter()
+		self.last_failure: tuple[float, str] | None = None  # (monotonic time, why) of the latest launch, if it failed
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> ProcessEndpoint:
 		with outside_scopes():  # the endpoint server outlives this session
@@ -84,4 +90,18 @@ class ProcessProvider(BrowserProvider):
 		args = chromium_args(profile, user_args=self.user_args)
 		if self.use_extensions:
 			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
-		return await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner)
+		try:
+			chromium = await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner)
+		except BrowserStartFailed as exc:
+			self.last_failure = (time.monotonic(), exc.message)
+			raise
+		self.last_failure = None
+		return chromium
+
+	async def problem(self) -> str | None:
+		if not self.executable:
+			return NO_CHROMIUM
+		failure = self.last_failure
+		if failure is not None and time.monotonic() - failure[0] < LAUNCH_FAILURE_MEMORY:
+			return f'the last Chromium launch failed: {failure[1]}'
+		return None

@@ -257,6 +257,12 @@ class SharedProvider(BrowserProvider):
 		self._retiring.add(task)
 		task.add_done_callback(self._retiring.discard)
 
+	async def problem(self) -> str | None:
+		if self.attach_url is not None:
+			dead = [s for s in self.shards if not s.alive()]
+			return f'the browser at {self.attach_url} went away' if dead else None
+		return await self.launcher.problem()
+
 	async def shutdown(self) -> None:
 		for task in list(self._retiring):
 			task.cancel()
