@@ -40,6 +40,7 @@ from browser_use_mcp.tasks import outside_scopes
 logger = logging.getLogger('browser_use_mcp.providers.shared')
 
 EMPTY_SHARD_GRACE = 30.0  # s an empty shard stays up for the next session before it is closed
+ATTACH_PROBE_TIMEOUT = 2.0  # s a readiness probe waits for the attached browser's /json/version
 
 
 class Shard:
@@ -258,9 +259,12 @@ class SharedProvider(BrowserProvider):
 		task.add_done_callback(self._retiring.discard)
 
 	async def problem(self) -> str | None:
-		if self.attach_url is not None:
-			dead = [s for s in self.shards if not s.alive()]
-			return f'the browser at {self.attach_url} went away' if dead else None
+		if self.attach_url is not None:  # the browser someone else runs: does it still answer?
+			try:
+				await asyncio.to_thread(browser_ws_url, self.attach_url, ATTACH_PROBE_TIMEOUT)
+			except BrowserStartFailed as exc:
+				return exc.message
+			return None
 		return await self.launcher.problem()
 
 	async def shutdown(self) -> None:
