@@ -140,6 +140,24 @@ async def test_metrics_follow_sessions_and_calls(server: HttpServer) -> None:
 	assert ALPHA not in text and BETA not in text
 
 
+async def test_a_call_the_client_abandons_counts_as_cancelled(server: HttpServer) -> None:
+	base = base_of(server)
+	calls = 'browser_use_mcp_tool_calls'
+
+	def cancelled() -> float:
+		return value(scrape(base), calls, f'{calls}_total', tool='browser_evaluate', outcome='cancelled')
+
+	before = cancelled()
+	async with connect(server, ALPHA) as a:
+		await a.ok('browser_navigate', url='about:blank', session_id='m3')
+		with contextlib.suppress(TimeoutError):
+			await asyncio.wait_for(
+				a.call('browser_evaluate', session_id='m3', expression='new Promise(r => setTimeout(r, 8000))'), 1.0
+			)
+		assert await asyncio.to_thread(wait_until, lambda: cancelled() == before + 1, 10, 0.2)
+		await a.ok('browser_close_session', session_id='m3')
+
+
 # -- JSON logs ----------------------------------------------------------------------------------
 
 
