@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> None:
 def run_server(config: Any) -> int:
 	import asyncio
 
+	from browser_use_mcp.logs import announce
+
 	if config.cdp_url:  # a wrong URL is a start-up error, with the address and what to check
 		from browser_use_mcp.errors import BrowserStartFailed
 		from browser_use_mcp.providers.shared import browser_ws_url
@@ -284,7 +286,7 @@ def run_server(config: Any) -> int:
 		try:
 			browser_ws_url(config.cdp_url)
 		except BrowserStartFailed as exc:
-			print(f'browser-use-mcp: {exc.message}', file=sys.stderr)
+			announce(f'browser-use-mcp: {exc.message}', 'error')
 			return 2
 
 	if config.grid_url:  # so is a Grid that does not answer: a typo should not wait for the first call
@@ -292,7 +294,7 @@ def run_server(config: Any) -> int:
 
 		problem = grid_problem(config.grid_url)
 		if problem:
-			print(f'browser-use-mcp: {problem}', file=sys.stderr)
+			announce(f'browser-use-mcp: {problem}', 'error')
 			return 2
 
 	if config.transport == 'http':
@@ -308,6 +310,6 @@ def run_server(config: Any) -> int:
 	except KeyboardInterrupt:
 		pass
 	except SystemExit as exc:
-		print(str(exc), file=sys.stderr)
+		announce(str(exc), 'error')
 		return 2
 	return 0

@@ -19,7 +19,6 @@ import hashlib
 import ipaddress
 import logging
 import socket
-import sys
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Self
 
@@ -55,7 +54,7 @@ from browser_use_mcp.guard import (
 	quiet_uvicorn,
 	raise_fd_limit,
 )
-from browser_use_mcp.logs import hide
+from browser_use_mcp.logs import announce, hide
 from browser_use_mcp.metrics import Metrics, guarded, needs_token
 from browser_use_mcp.server import PrincipalOf, build_server, run_until_stopped
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
@@ -462,11 +461,9 @@ async def serve_http(config: ServerConfig) -> None:
 		bare = config.host.strip('[]')
 		host = f'[{bare}]' if ':' in bare else bare
 		auth = f'{len(verifier)} token(s)' if verifier else 'no authentication'
-		print(
+		announce(
 			f'browser-use-mcp: serving MCP at http://{host}:{config.port}{MCP_PATH} (legacy HTTP+SSE at {SSE_PATH}; '
-			f'dashboard at {DASHBOARD_PATH}; /healthz, /readyz, /metrics; {auth})',
-			file=sys.stderr,
-			flush=True,
+			f'dashboard at {DASHBOARD_PATH}; /healthz, /readyz, /metrics; {auth})'
 		)
 		# run_until_stopped cancels what it is given; the shield keeps that cancel from tearing
 		# uvicorn down mid-response, so it can be stopped in order below.
@@ -518,7 +515,10 @@ async def standalone_dashboard(
 	app = Starlette(routes=[*dashboard.routes(), *health], middleware=middleware)
 	uv = _uvicorn_server(app, config, connection_guard(config))
 	serving = asyncio.create_task(uv.serve(sockets=[sock]), name='dashboard-server')
-	print(f'browser-use-mcp: dashboard at http://127.0.0.1:{config.dashboard_port}{DASHBOARD_PATH}', file=sys.stderr, flush=True)
+	announce(
+		f'browser-use-mcp: dashboard at http://127.0.0.1:{config.dashboard_port}{DASHBOARD_PATH} '
+		'(and /healthz, /readyz, /metrics)'
+	)
 	try:
 		yield
 	finally:

@@ -134,8 +134,24 @@ class JsonFormatter(logging.Formatter):
 		return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+_format = 'text'
+
+
+def announce(text: str, level: str = 'info') -> None:
+	"""A line the operator must see whatever the log level (the address served, a fatal start-up
+	problem), on stderr: as is, or with ``--log-format json`` as a JSON object like every log line."""
+	if _format == 'json':
+		now = datetime.now(UTC).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+		text = json.dumps({'time': now, 'level': level, 'logger': 'browser_use_mcp', 'message': redact(text)}, ensure_ascii=False)
+	print(text, file=sys.stderr, flush=True)
+
+
 def setup_logging(level: str = 'warning', fmt: str = 'text') -> None:
 	"""Log to stderr at ``level``; ``fmt`` is ``text`` (session-tagged lines) or ``json``."""
+	global _format
+	_format = fmt
+	if fmt == 'json':  # Python's warnings too, or they would be the one kind of line that is not JSON
+		logging.captureWarnings(True)
 	handler = logging.StreamHandler(sys.stderr)
 	handler.setFormatter(JsonFormatter() if fmt == 'json' else SessionFormatter(FORMAT))
 	handler.addFilter(SessionTag())
