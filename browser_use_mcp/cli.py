@@ -157,6 +157,20 @@ def build_parser() -> argparse.ArgumentParser:
 		help='attach to a running browser (http://host:port of its --remote-debugging-port): the default session '
 		f'drives it, named sessions get contexts in it; it is never closed (env {_env("cdp_url")} or BROWSER_USE_CDP_URL)',
 	)
+	n = parser.add_argument_group('egress policy (docs/security.md)')
+	n.add_argument(
+		'--block-private-networks',
+		action='store_true',
+		default=None,
+		help='pages cannot reach loopback, private, link-local or metadata addresses (default over HTTP; '
+		f'env {_env("block_private_networks")})',
+	)
+	n.add_argument(
+		'--allow-private-networks',
+		action='store_true',
+		default=None,
+		help=f'over HTTP, let pages reach private networks and this machine (env {_env("allow_private_networks")})',
+	)
 	g = parser.add_argument_group('selenium grid')
 	g.add_argument(
 		'--grid-url',
@@ -236,6 +250,8 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'log_level': ns.log_level,
 		'log_format': ns.log_format,
 		'metrics_public': ns.metrics_public,
+		'block_private_networks': ns.block_private_networks,
+		'allow_private_networks': ns.allow_private_networks,
 	}
 	return {k: v for k, v in values.items() if v is not None}
 

@@ -104,6 +104,9 @@ class ServerConfig:
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
+	# egress policy (browser_use_mcp/egress.py): may pages reach loopback, private and link-local addresses?
+	block_private_networks: bool = False  # stdio: refuse them too (HTTP refuses them unless allowed)
+	allow_private_networks: bool = False  # HTTP: allow them (stdio allows them unless blocked)
 	watchdog: str = 'auto'  # sidecar that ends browsers and deletes the state dir if the server is killed: auto (= on) | off
 
 	# llm
@@ -191,6 +194,8 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
+	'block_private_networks': (f'{ENV_PREFIX}BLOCK_PRIVATE_NETWORKS', _truthy),
+	'allow_private_networks': (f'{ENV_PREFIX}ALLOW_PRIVATE_NETWORKS', _truthy),
 }
 
 
@@ -342,5 +347,7 @@ def validate(config: ServerConfig) -> None:
 		problems.append('transport session idle time must be > 0 seconds')
 	if not 0 < config.port < 65536:
 		problems.append(f'port {config.port} is out of range')
+	if config.block_private_networks and config.allow_private_networks:
+		problems.append('--block-private-networks and --allow-private-networks contradict each other: give one')
 	if problems:
 		raise SystemExit('Invalid configuration: ' + '; '.join(problems))

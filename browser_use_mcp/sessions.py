@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 from uuid_extensions import uuid7str
 
-from browser_use_mcp import patches, urls
+from browser_use_mcp import egress, patches, urls
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import (
 	Owner,
@@ -250,6 +250,7 @@ class SessionRegistry:
 		self._sidecar: Any = None
 		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
 		self._starting: asyncio.Task[None] | None = None
+		self.egress: egress.EgressGate | None = None  # the egress policy's doors (set with the providers)
 
 	# -- lifecycle ---------------------------------------------------------------------------
 
@@ -329,6 +330,8 @@ class SessionRegistry:
 			use_extensions=bool(config.browser_profile.get('enable_default_extensions', False)),
 		)
 		self.default_provider = self.provider = process
+		self.egress = egress.gate_for(config)
+		process.egress = self.egress
 		if config.grid_url:
 			from browser_use_mcp.providers.grid import GridProvider
 
@@ -342,6 +345,7 @@ class SessionRegistry:
 			)
 			if config.grid_default_session == 'grid':
 				self.default_provider = self.provider
+			self._wire_egress()
 			return
 		if config.cdp_url:
 			self.default_provider = AttachedProvider(config.cdp_url, profile_base=process.profile_base, headless=config.headless)
@@ -353,6 +357,14 @@ class SessionRegistry:
 				attach_url=config.cdp_url,
 				empty_grace=config.shared_browser_idle,
 			)
+		self._wire_egress()
+
+	def _wire_egress(self) -> None:
+		"""Every provider sends its sessions' traffic through the gate (those whose network is ours)."""
+		providers = [p for p in (self.provider, self.default_provider) if p is not None]
+		for provider in providers:
+			provider.egress = self.egress
+		egress.warn_uncovered(self.egress, providers)
 
 	async def shutdown(self) -> None:
 		"""Close every session and remove our state dir. Idempotent; never raises."""
@@ -378,6 +390,8 @@ class SessionRegistry:
 		for provider in {self.provider, self.default_provider} - {None}:
 			with contextlib.suppress(Exception):
 				await provider.shutdown()
+		if self.egress is not None:
+			await self.egress.close()
 		if self._state_dir:
 			self._state_dir.remove()
 		if self._sidecar is not None:

@@ -25,8 +25,10 @@ from types import TracebackType
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
-CHROMEDRIVER = '/usr/bin/chromedriver'
-CHROMIUM = '/usr/bin/chromium'
+# another Chromium and its matching driver (e.g. an older release unpacked beside the system one)
+# for a run of the suite on that version: the same variables the server and scripts/test.sh read
+CHROMEDRIVER = os.environ.get('BROWSER_USE_MCP_CHROMEDRIVER') or '/usr/bin/chromedriver'
+CHROMIUM = os.environ.get('BROWSER_USE_MCP_CHROMIUM') or '/usr/bin/chromium'
 
 # loopback only: ignore any *_proxy in the environment
 _http = urllib.request.build_opener(urllib.request.ProxyHandler({}))

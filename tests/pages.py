@@ -175,7 +175,10 @@ class Handler(BaseHTTPRequestHandler):
 		elif p == '/signin':
 			name, note = q.get('user', ''), q.get('note', '')
 			self._send(
-				page('Signed in', f'<p id="who">signed in as {html.escape(name)}</p><script>localStorage.setItem("note", {note!r})</script>'),
+				page(
+					'Signed in',
+					f'<p id="who">signed in as {html.escape(name)}</p><script>localStorage.setItem("note", {note!r})</script>',
+				),
 				headers={'Set-Cookie': f'auth={name}; Path=/; HttpOnly; SameSite=Lax'},
 			)
 		elif p == '/me':
@@ -213,6 +216,11 @@ class Handler(BaseHTTPRequestHandler):
 			self._send(page('Rich', RICH))
 		elif p == '/heavy':
 			self._send(heavy_page())
+		elif p == '/redirect':  # a 302 to ?to=
+			self.send_response(302)
+			self.send_header('Location', q.get('to', '/'))
+			self.send_header('Content-Length', '0')
+			self.end_headers()
 		elif p == '/popup':
 			self._send(page('Popup', '<a id="pop" href="/two" target="_blank">open two in new tab</a>'))
 		else:

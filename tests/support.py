@@ -63,6 +63,9 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
 		BROWSER_USE_MCP_CHROMIUM_ARGS=BLACKHOLE_PROXY,
 		BROWSER_USE_MCP_ISOLATION=ISOLATION,
 		BROWSER_USE_MCP_SHARED_BROWSER_IDLE='0',  # an empty shared Chromium goes at once: tests count processes
+		# the test site is on 127.0.0.1: HTTP servers (which block private networks by default) must
+		# be told to allow it; tests/e2e/test_egress.py clears this to test the block itself
+		BROWSER_USE_MCP_ALLOW_PRIVATE_NETWORKS='true',
 	)
 	env.update(extra)
 	return env

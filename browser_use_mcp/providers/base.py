@@ -12,6 +12,7 @@ from typing import Any
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import SessionDirs, build_profile
 from browser_use_mcp.domains import run_domains
+from browser_use_mcp.egress import BYPASS_NONE, Door, EgressGate
 from browser_use_mcp.errors import BrowserStartFailed, InvalidArgument
 from browser_use_mcp.patches import internals
 from browser_use_mcp.session_options import SessionOptions, operator_proxy, refuse_proxy_under
@@ -77,10 +78,11 @@ class Browser:
 	"""One session's browser: browser-use's ``BrowserSession`` on a provider's endpoint, and every
 	asyncio task started for it (cancelled when it closes)."""
 
-	def __init__(self, endpoint: Endpoint, session: Any, tasks: TaskScope) -> None:
+	def __init__(self, endpoint: Endpoint, session: Any, tasks: TaskScope, door: Door | None = None) -> None:
 		self.endpoint = endpoint
 		self.session = session
 		self.tasks = tasks
+		self.door = door  # the session's egress proxy (None: its traffic is not ours to check)
 		self._closed = False
 
 	@property
@@ -105,7 +107,7 @@ class Browser:
 			return
 		self._closed = True
 		self.endpoint.releasing = True
-		await stop_everything(self.session, self.endpoint, self.tasks, graceful)
+		await stop_everything(self.session, self.endpoint, self.tasks, graceful, self.door)
 
 
 class BrowserProvider(ABC):
@@ -114,6 +116,8 @@ class BrowserProvider(ABC):
 
 	# session options this kind of browser cannot honour, with why (refused up front)
 	unsupported_options: dict[str, str] = {}  # noqa: RUF012 - read-only, overridden per class
+	network_ours = True  # False: the browser reaches the web through a network we cannot route (Grid, --cdp-url as is)
+	egress: EgressGate | None = None  # the server's egress policy (set by the registry); None: unchecked
 
 	def __init__(self, *, profile_base: dict[str, Any], headless: bool) -> None:
 		self.profile_base = profile_base  # config.json's browser profile
@@ -176,7 +180,15 @@ class BrowserProvider(ABC):
 		options = None if options is None or options.empty else options
 		profile = self.profile(dirs, options)
 		with tasks.entered():
-			endpoint = await self.endpoint(dirs, profile, options)
+			door = await self._door(profile, options)
+			if door is not None:
+				profile = profile.model_copy(update={'proxy': door_proxy(door)})
+			try:
+				endpoint = await self.endpoint(dirs, profile, options)
+			except BaseException:
+				if door is not None:
+					await door.close()
+				raise
 			session = None
 			try:
 				session = new_browser_session(profile, endpoint)
@@ -189,7 +201,7 @@ class BrowserProvider(ABC):
 				# browser-use first: ending the endpoint under a connect still running in its event
 				# bus makes it log a "FATAL" for a launch that was merely called off
 				endpoint.releasing = True
-				await stop_everything(session, endpoint, tasks)
+				await stop_everything(session, endpoint, tasks, door=door)
 				if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, InvalidArgument)):
 					raise
 				suffix = endpoint.death_detail() if not endpoint.alive() else ''
@@ -198,7 +210,16 @@ class BrowserProvider(ABC):
 						f'The browser started but did not accept a CDP connection within {CONNECT_TIMEOUT:.0f} s. {suffix}'.strip()
 					) from None
 				raise BrowserStartFailed(f'Could not connect to the browser: {exc}. {suffix}'.strip()) from exc
-		return Browser(endpoint, session, tasks)
+		return Browser(endpoint, session, tasks, door)
+
+	async def _door(self, profile: Any, options: SessionOptions | None) -> Door | None:
+		"""The session's egress proxy, when the server's policy covers it and its network is ours."""
+		if self.egress is None or not self.network_ours or not self.egress.wanted(options):
+			return None
+		try:
+			return await self.egress.open_door(profile, options)
+		except ValueError as exc:
+			raise BrowserStartFailed(f'Could not set up the egress policy: {exc}') from None
 
 	async def problem(self) -> str | None:
 		"""Why this provider could not make a browser now, as far as it knows without making one
@@ -209,6 +230,13 @@ class BrowserProvider(ABC):
 		"""Release whatever the provider holds beyond its sessions' browsers (shared processes)."""
 
 
+def door_proxy(door: Door) -> Any:
+	"""The BrowserProfile proxy that sends a browser's (or context's) every request through ``door``."""
+	from browser_use.browser.profile import ProxySettings
+
+	return ProxySettings(server=door.server, bypass=BYPASS_NONE)
+
+
 def new_browser_session(profile: Any, endpoint: Endpoint) -> Any:
 	from browser_use.browser import BrowserSession
 
@@ -216,7 +244,9 @@ def new_browser_session(profile: Any, endpoint: Endpoint) -> Any:
 	return BrowserSession(browser_profile=profile.model_copy(update={'cdp_url': endpoint.cdp_url, 'is_local': endpoint.is_local}))
 
 
-async def stop_everything(session: Any, endpoint: Endpoint, tasks: TaskScope, graceful: bool = False) -> None:
+async def stop_everything(
+	session: Any, endpoint: Endpoint, tasks: TaskScope, graceful: bool = False, door: Door | None = None
+) -> None:
 	"""End a browser in the order that keeps everyone quiet: browser-use's side first (so it does
 	not see the socket drop and try to reconnect, or report a failed connect), then the endpoint,
 	then whatever task browser-use left running for it."""
@@ -224,6 +254,8 @@ async def stop_everything(session: Any, endpoint: Endpoint, tasks: TaskScope, gr
 		with contextlib.suppress(Exception, asyncio.CancelledError):
 			await asyncio.wait_for(release_browser_use(session), 3)
 	await endpoint.release(graceful)
+	if door is not None:
+		await door.close()
 	stuck = await tasks.cancel_all(timeout=2.0)
 	if stuck:
 		logger.warning('%d task(s) of a closed browser did not stop: %s', len(stuck), ', '.join(t.get_name() for t in stuck))

@@ -363,6 +363,7 @@ def write_download(directory: Path, name: str, data: bytes) -> None:
 class GridProvider(BrowserProvider):
 	"""A Selenium Grid session per browser."""
 
+	network_ours = False  # the node reaches the web through its own network: no egress door (docs/security.md)
 	unsupported_options = {  # noqa: RUF012
 		'proxy': 'a Selenium Grid node reaches the web through its own network settings; this server cannot route a '
 		'Grid session through a proxy of your choice',

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from browser_use_mcp import egress
 from browser_use_mcp.browser import (
 	ChromiumProcess,
 	Owner,
@@ -87,7 +88,7 @@ class ProcessProvider(BrowserProvider):
 		"""A Chromium of ours on ``dirs``: our flags, the user's, the owner marker (shared ones too)."""
 		if not self.executable:
 			raise BrowserStartFailed(NO_CHROMIUM)
-		args = chromium_args(profile, user_args=self.user_args)
+		args = chromium_args(profile, user_args=egress.launch_args(self.user_args, profile))  # a door wins
 		if self.use_extensions:
 			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
 		try:

@@ -129,16 +129,22 @@ class SharedProvider(BrowserProvider):
 	def launch_args(self) -> tuple[str, ...]:
 		return self.launcher.user_args  # the shared Chromiums are launched as a session's own
 
+	@property
+	def network_ours(self) -> bool:  # type: ignore[override]
+		"""An attached browser on another machine cannot reach the egress doors on our loopback."""
+		return self.attach_url is None or is_loopback_url(self.attach_url)
+
 	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> ContextEndpoint:
 		with outside_scopes():  # shared by many sessions: closing this one must not stop them
 			await self.router.start()
 			shard = await self._reserve()
 		params: dict[str, Any] = {'disposeOnDetach': False}
-		if options is not None and options.proxy is not None:
-			# a context's own proxy; its login is answered by the session's browser-use, per tab
-			params['proxyServer'] = options.proxy.server
-			if options.proxy.bypass:
-				params['proxyBypassList'] = options.proxy.bypass
+		proxy = getattr(profile, 'proxy', None)  # the session's egress door, or its own proxy
+		if proxy is not None and proxy.server:
+			# a context's own proxy; a login without a door is answered by the session's browser-use, per tab
+			params['proxyServer'] = proxy.server
+			if proxy.bypass:
+				params['proxyBypassList'] = proxy.bypass
 		try:
 			result = await shard.connection.send('Target.createBrowserContext', params)
 			# one blank tab, as a fresh Chromium has: browser-use sets up its per-browser listeners
@@ -305,6 +311,8 @@ class AttachedEndpoint(Endpoint):
 
 class AttachedProvider(BrowserProvider):
 	"""The browser at a CDP URL, as it is: someone's own Chrome, logged in."""
+
+	network_ours = False  # driven with its own network settings: no egress door
 
 	unsupported_options = {  # noqa: RUF012
 		'proxy': 'the default session drives the browser at --cdp-url as it is, with its own network settings; use a '

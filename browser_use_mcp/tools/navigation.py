@@ -7,10 +7,11 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from browser_use_mcp.egress import BLOCK_TITLE
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import check_browser_page, dispatch, open_url
+from browser_use_mcp.tools.common import check_browser_page, current_title, dispatch, open_url
 
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
 
@@ -36,11 +37,44 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 	Returns "Navigated to: <url>" once the page has loaded."""
 	check_browser_page(state, args.url)  # before the scheme check: chrome-untrusted:// etc. get the right reason
 	check_url(args.url)
+	door = state.browser.door
+	mark = door.serial if door is not None else 0
 	try:
 		await open_url(state, args.url, args.new_tab, f'Navigation to {args.url}')
 	except BrowserActionFailed as exc:
+		blocked = await egress_blocked(state, mark, args.url, failed=True)
+		if blocked:
+			raise BrowserActionFailed(blocked) from exc
 		raise BrowserActionFailed(f'{exc.message}. Check the URL and that the site is reachable from the server.') from exc
+	blocked = await egress_blocked(state, mark, args.url)
+	if blocked:
+		raise BrowserActionFailed(blocked)
 	return f'Opened new tab with URL: {args.url}' if args.new_tab else f'Navigated to: {args.url}'
+
+
+async def egress_blocked(state: SessionState, mark: int, url: str, failed: bool = False) -> str | None:
+	"""Why the server's egress policy stopped this navigation (None if it did not): a refusal, since
+	``mark``, of the URL's host, or of any host when the tab now shows the policy's block page
+	(a redirect to a refused host) or the navigation failed."""
+	door = state.browser.door
+	refusals = door.refused_since(mark) if door is not None else []
+	if not refusals:
+		return None
+	parts = urlsplit(url)
+	host = (parts.hostname or '').lower().rstrip('.')
+	try:
+		port = parts.port or (443 if parts.scheme.lower() == 'https' else 80)
+	except ValueError:
+		port = 0
+	hit = next((r for r in reversed(refusals) if (r.host, r.port) == (host, port)), None)
+	if hit is None and (failed or await current_title(state) == BLOCK_TITLE):
+		hit = refusals[-1]
+	if hit is None:
+		return None  # a subresource was refused; the page itself loaded
+	return (
+		f"Navigation to {url} was blocked by the server's egress policy: {hit.reason}. The page shows the "
+		'refusal; the session cannot reach that address (ask the server operator if it should).'
+	)
 
 
 class GoBackArgs(Args):
