@@ -101,6 +101,8 @@ class ServerConfig:
 	cached_result_types: bool = True  # bubus builds one pydantic adapter per event result type, not one per event
 	fast_dom_capture: bool = True  # browser-use reads the page's trees in one round of CDP requests
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
+	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
+	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
@@ -190,6 +192,8 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'cached_result_types': (f'{ENV_PREFIX}CACHED_RESULT_TYPES', _truthy),
 	'fast_dom_capture': (f'{ENV_PREFIX}FAST_DOM_CAPTURE', _truthy),
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
+	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
+	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),

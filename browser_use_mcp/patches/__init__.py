@@ -55,6 +55,8 @@ PATCH_MODULES = (
 	'result_adapters',
 	'dom_capture',
 	'direct_state',
+	'paint_order_index',
+	'offload_state',
 )
 
 

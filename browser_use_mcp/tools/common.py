@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from browser_use_mcp import urls
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
-from browser_use_mcp.patches import direct_state, internals
+from browser_use_mcp.patches import direct_state, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
 
 if TYPE_CHECKING:
@@ -180,6 +180,9 @@ async def element(state: SessionState, index: int) -> Any:
 	return node
 
 
+LARGE_STATE = 300  # elements from which a state's text is made in a thread (~20 ms for 750)
+
+
 def _element_info(index: int, node: Any) -> dict[str, Any]:
 	info: dict[str, Any] = {'index': index, 'tag': node.tag_name, 'text': node.get_all_children_text(max_depth=2)[:100]}
 	for attr in ('placeholder', 'href'):
@@ -198,7 +201,8 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 	# they are only shown, never part of the epoch.
 	titles_read = asyncio.gather(tab_titles(state), current_title(state))
 	try:
-		summary = await direct_state.request_state(bs, include_screenshot)
+		with offload_state.compact_state():  # only the selector map is used: it may be built off the loop
+			summary = await direct_state.request_state(bs, include_screenshot)
 	except BaseException:
 		titles_read.cancel()
 		with contextlib.suppress(BaseException):
@@ -223,7 +227,6 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 		result['viewport'] = {'width': pi.viewport_width, 'height': pi.viewport_height}
 		result['page'] = {'width': pi.page_width, 'height': pi.page_height}
 		result['scroll'] = {'x': pi.scroll_x, 'y': pi.scroll_y}
-	result['interactive_elements'] = [_element_info(i, n) for i, n in elements.items()]
 	images = []
 	if include_screenshot and summary.screenshot:
 		images.append(Image(summary.screenshot))
@@ -232,7 +235,14 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 				'width': summary.page_info.viewport_width,
 				'height': summary.page_info.viewport_height,
 			}
-	return Reply(as_json(result), images=images)
+
+	def text() -> str:
+		result['interactive_elements'] = [_element_info(i, n) for i, n in elements.items()]
+		return as_json(result)
+
+	# a large list is tens of ms of pure Python (as_json's indent=2): in a thread, which lets the loop
+	# run every few ms, rather than in one step of the loop every session shares
+	return Reply(text() if len(elements) < LARGE_STATE else await asyncio.to_thread(text), images=images)
 
 
 async def with_page_state(state: SessionState, reply: Reply) -> Reply:

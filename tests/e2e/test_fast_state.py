@@ -1,6 +1,7 @@
 """The faster browser_get_state shows what browser-use's own capture shows, and never a stale page.
 
-The get_state patches (``result_adapters``, ``dom_capture``, ``direct_state``) change how the state is captured,
+The get_state patches (``result_adapters``, ``dom_capture``, ``direct_state``, ``offload_state``) change how the
+state is captured (and where: ``offload_state`` builds it in a worker process),
 not what it says: a server with both switched off (their off switches) must return the same text
 on the same page, elements inside an iframe and a shadow root, JS-listener-only clickables,
 hidden and disabled ones included. And nothing is cached: a DOM or title change between two
@@ -22,6 +23,7 @@ PATCHES_OFF = {
 	'BROWSER_USE_MCP_CACHED_RESULT_TYPES': 'false',
 	'BROWSER_USE_MCP_FAST_DOM_CAPTURE': 'false',
 	'BROWSER_USE_MCP_DIRECT_STATE': 'false',
+	'BROWSER_USE_MCP_OFFLOAD_STATE': 'false',
 }
 
 
@@ -61,7 +63,7 @@ def test_the_plain_server_has_both_patches_off() -> None:
 
 	config = load_config(PATCHES_OFF, browser_use=False)
 	for patch in patches.all_patches():
-		if patch.name in ('result_adapters', 'dom_capture', 'direct_state'):
+		if patch.name in ('result_adapters', 'dom_capture', 'direct_state', 'offload_state'):
 			assert patches.preview(patch, config).state == 'off'
 			assert patches.preview(patch, load_config({}, browser_use=False)).state == 'active'
 

@@ -1,0 +1,283 @@
+"""browser_get_state on real pages, and what a heavy page costs the other sessions.
+
+``python -m benchmarks.state_corpus [--repeats N] [--isolation browser|context]`` drives a
+SessionRegistry through the catalogue in process (no MCP transport), with the corpus of
+``benchmarks/corpus.py`` served on 127.0.0.1 (install it with ``python -m benchmarks.corpus
+--setup``), and prints two tables:
+
+1. per corpus page: its element count, then the warm p50 of ``browser_get_state`` with the
+   ``offload_state`` and ``paint_order_index`` patches on and off (off: browser-use's pipeline on
+   the event loop, as before them), the two interleaved call by call in the same session
+   (the machine may be shared: only same-run ratios mean much), and the answer's length;
+2. loop stalls: a light session (navigate to the test site's home page, then get_state) alone and
+   beside a heavy one (get_state in a loop on the corpus's biggest page), with a loop-lag probe (a
+   task that sleeps 5 ms in a loop and records how late it wakes): light p50/max alone and beside
+   heavy, lag p50/p99/max, for the patches on and off.
+
+Figures only: nothing here passes or fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _p(values: list[float], q: float) -> float:
+	if not values:
+		return float('nan')
+	ordered = sorted(values)
+	return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def stalled_share(lags: list[float], seconds: float, over: float = 20.0) -> float:
+	"""Percent of ``seconds`` the loop spent late by more than ``over`` ms (the time of each such stall)."""
+	return sum(lag for lag in lags if lag > over) / (seconds * 1000) * 100
+
+
+class LagProbe:
+	"""A task that sleeps ``period`` in a loop and records how late each wake-up is (ms)."""
+
+	def __init__(self, period: float = 0.005) -> None:
+		self.period = period
+		self.lags: list[float] = []
+		self._task: asyncio.Task[None] | None = None
+
+	async def _run(self) -> None:
+		while True:
+			started = time.perf_counter()
+			await asyncio.sleep(self.period)
+			self.lags.append((time.perf_counter() - started - self.period) * 1000)
+
+	def __enter__(self) -> LagProbe:
+		self.lags = []
+		self._task = asyncio.get_running_loop().create_task(self._run())
+		return self
+
+	def __exit__(self, *exc: object) -> None:
+		if self._task:
+			self._task.cancel()
+
+
+def set_offload(on: bool) -> None:
+	"""This work on (``offload_state`` and ``paint_order_index``) or off (browser-use's pipeline on
+	the loop, as before)."""
+	from browser_use_mcp import patches
+	from browser_use_mcp.patches import offload_state, paint_order_index
+
+	for patch in (paint_order_index.PATCH, offload_state.PATCH):
+		patches.revert(patch)
+		patches.apply(patch, enabled=on)
+
+
+async def timed(catalog: Any, name: str, args: dict[str, Any]) -> tuple[float, str]:
+	"""(ms, text) of one call; a failed call is reported and timed, its text empty."""
+	from browser_use_mcp.tools.base import Call
+
+	started = time.perf_counter()
+	try:
+		text = (await catalog.call(name, args, Call())).text
+	except Exception as exc:
+		print(f'  {name} failed after {time.perf_counter() - started:.1f} s: {exc}', file=sys.stderr)
+		text = ''
+	return (time.perf_counter() - started) * 1000, text
+
+
+async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) -> dict[str, Any]:
+	sid = 'corpus'
+	await timed(catalog, 'browser_navigate', {'session_id': sid, 'url': url})
+	count = {'session_id': sid, 'expression': "document.querySelectorAll('*').length"}
+	counted, deadline = '', time.monotonic() + 15
+	while time.monotonic() < deadline:  # a JS app (the search page) renders after its load: until it stops growing
+		_, now = await timed(catalog, 'browser_evaluate', count)
+		if now == counted:
+			break
+		counted = now
+		await asyncio.sleep(1.0)
+	out: dict[str, Any] = {'elements': counted.strip()}
+	samples: dict[bool, list[float]] = {m: [] for m in modes}
+	lengths: dict[bool, int] = {}
+	counts: dict[bool, int] = {}
+	for mode in modes:  # warm-up: the worker's import, the page's first layout
+		set_offload(mode)
+		for _ in range(2):
+			await timed(catalog, 'browser_get_state', {'session_id': sid})
+	for _ in range(repeats):
+		for mode in modes:
+			set_offload(mode)
+			ms, text = await timed(catalog, 'browser_get_state', {'session_id': sid})
+			samples[mode].append(ms)
+			if text:
+				lengths[mode] = len(text)
+				counts[mode] = len(json.loads(text)['interactive_elements'])
+	for mode in modes:
+		out[mode] = {'p50': statistics.median(samples[mode]), 'chars': lengths.get(mode), 'listed': counts.get(mode)}
+	return out
+
+
+async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, on: bool) -> dict[str, float]:
+	set_offload(on)
+	if on:  # the worker is up before anything is measured
+		from browser_use_mcp.patches import offload_state
+
+		offload_state.pool.ready()
+		assert await offload_state.pool.wait_ready(60), 'the page-state worker did not start'
+	await timed(catalog, 'browser_navigate', {'session_id': 'heavy', 'url': heavy_url})
+	await timed(catalog, 'browser_get_state', {'session_id': 'heavy'})
+	await timed(catalog, 'browser_get_state', {'session_id': 'heavy'})
+
+	async def light_loop(until: float) -> tuple[list[float], list[float]]:
+		navs, states = [], []
+		while time.perf_counter() < until:
+			ms, _ = await timed(catalog, 'browser_navigate', {'session_id': 'light', 'url': light_url})
+			navs.append(ms)
+			ms, _ = await timed(catalog, 'browser_get_state', {'session_id': 'light'})
+			states.append(ms)
+		return navs, states
+
+	heavy_states: list[float] = []
+	stop = asyncio.Event()
+
+	async def heavy_loop() -> None:
+		while not stop.is_set():
+			ms, _ = await timed(catalog, 'browser_get_state', {'session_id': 'heavy'})
+			heavy_states.append(ms)
+
+	await light_loop(time.perf_counter() + 1.0)  # warm
+	with LagProbe() as alone_probe:
+		nav_alone, state_alone = await light_loop(time.perf_counter() + seconds)
+	heavy = asyncio.ensure_future(heavy_loop())
+	await asyncio.sleep(0.5)
+	with LagProbe() as beside_probe:
+		nav_beside, state_beside = await light_loop(time.perf_counter() + seconds)
+	stop.set()
+	await heavy
+	return {
+		'navigate p50 alone': statistics.median(nav_alone),
+		'navigate p50 beside heavy': statistics.median(nav_beside),
+		'navigate max alone': max(nav_alone),
+		'navigate max beside heavy': max(nav_beside),
+		'get_state p50 alone': statistics.median(state_alone),
+		'get_state p50 beside heavy': statistics.median(state_beside),
+		'get_state max alone': max(state_alone),
+		'get_state max beside heavy': max(state_beside),
+		'loop lag p50 alone': _p(alone_probe.lags, 0.5),
+		'loop lag p99 alone': _p(alone_probe.lags, 0.99),
+		'loop lag p50 beside heavy': _p(beside_probe.lags, 0.5),
+		'loop lag p99 beside heavy': _p(beside_probe.lags, 0.99),
+		'loop lag max beside heavy': max(beside_probe.lags or [0.0]),
+		# p99 counts one sample per stall, however long: a 1 s stall is one sample among ~1,000. The
+		# share of the phase spent in stalls over 20 ms weighs each by its length.
+		'% of time in stalls > 20 ms alone': stalled_share(alone_probe.lags, seconds),
+		'% of time in stalls > 20 ms beside heavy': stalled_share(beside_probe.lags, seconds),
+		'heavy get_state p50': statistics.median(heavy_states) if heavy_states else float('nan'),
+		'heavy states during the run': len(heavy_states),
+	}
+
+
+async def main(args: argparse.Namespace) -> None:
+	from benchmarks.common import machine, table
+	from benchmarks.corpus import EXTRA, PAGES, CorpusServer, available
+	from browser_use_mcp.catalog import Catalog
+	from browser_use_mcp.config import load_config
+	from browser_use_mcp.sessions import SessionRegistry
+	from tests.pages import PageServer
+
+	config = dataclasses.replace(load_config(), isolation=args.isolation)
+	modes = [True, False]
+	pages = [
+		p for p in (*PAGES, *EXTRA) if available(p) and (p in PAGES if not args.pages else any(s in p.name for s in args.pages))
+	]
+	missing = [p.name for p in PAGES if not available(p)]
+	with PageServer() as site, CorpusServer() as corpus:
+		site.httpd.handle_error = lambda *_: None
+		registry = SessionRegistry(config)
+		await registry.start()
+		try:
+			catalog = Catalog(registry)
+			rows, raw = [], {}
+			if not args.skip_pages:
+				for page in pages:
+					url = f'{site.url if page.synthetic else corpus.url}{page.path}'
+					result = await page_times(catalog, url, args.repeats, modes)
+					raw[page.name] = result
+					on, off = result[True], result[False]
+					rows.append(
+						[
+							page.name,
+							result['elements'],
+							on['listed'],
+							round(on['p50'], 1),
+							round(off['p50'], 1),
+							round(on['p50'] / off['p50'], 2),
+							on['chars'],
+							'same' if (on['listed'], on['chars']) == (off['listed'], off['chars']) else 'DIFFERENT',
+						]
+					)
+					print(*rows[-1], sep=' | ', file=sys.stderr, flush=True)
+				print(
+					table(
+						f'browser_get_state, warm p50 of {args.repeats} (ms), isolation {args.isolation}',
+						['page', 'elements', 'listed', 'patches on', 'patches off', 'on/off', 'chars', 'answers'],
+						rows,
+					)
+				)
+			heavy = next(p for p in (*PAGES, *EXTRA) if available(p) and (args.heavy or 'stdtypes') in p.name)
+			heavy_url = f'{site.url if heavy.synthetic else corpus.url}{heavy.path}'
+			stall_rows: dict[str, list[Any]] = {}
+			for on in modes if not args.only_on else [True]:
+				result = await stalls(catalog, f'{site.url}/', heavy_url, args.seconds, on)
+				raw[f'stalls patches {"on" if on else "off"}'] = result
+				for key, value in result.items():
+					stall_rows.setdefault(key, [key]).append(round(value, 1))
+			print(
+				table(
+					f'light session beside a heavy one ({heavy.name}), {args.seconds:.0f} s each (ms)',
+					['measure', *(['patches on', 'patches off'] if not args.only_on else ['patches on'])],
+					list(stall_rows.values()),
+				)
+			)
+			if missing:
+				print('pages left out (package missing):', ', '.join(missing))
+			if args.json:
+				Path(args.json).write_text(json.dumps({'machine': machine(), 'results': raw}, indent=1, default=str))
+		finally:
+			await registry.shutdown()
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+	parser = argparse.ArgumentParser(prog='python -m benchmarks.state_corpus', description=__doc__)
+	parser.add_argument('--repeats', type=int, default=9)
+	parser.add_argument('--seconds', type=float, default=8.0, help='per phase of the stall measurement')
+	parser.add_argument('--isolation', default='context', choices=['browser', 'context'])
+	parser.add_argument('--pages', nargs='*', help='only pages whose name contains one of these')
+	parser.add_argument(
+		'--heavy', help='the heavy page of the stall measurement, by name (default: python stdtypes, ~17,000 elements)'
+	)
+	parser.add_argument('--skip-pages', action='store_true')
+	parser.add_argument('--only-on', action='store_true')
+	parser.add_argument('--json', help='write the raw figures here')
+	return parser.parse_args(argv)
+
+
+if __name__ == '__main__':
+	home = Path(tempfile.mkdtemp(prefix='bench-corpus-'))
+	try:
+		from tests.support import server_env
+
+		os.environ.update(server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error'))
+		os.environ['BROWSER_USE_MCP_LOG_LEVEL'] = 'error'
+		asyncio.run(main(parse()))
+	finally:
+		shutil.rmtree(home, ignore_errors=True)
+	sys.exit(0)
