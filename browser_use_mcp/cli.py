@@ -14,7 +14,7 @@ os.environ.setdefault('BROWSER_USE_LOGGING_LEVEL', 'warning')
 from browser_use_mcp import __version__  # noqa: E402
 from browser_use_mcp.config import ENV_VARS  # noqa: E402
 
-COMMANDS = ('serve', 'demo', 'doctor')
+COMMANDS = ('serve', 'demo', 'doctor', 'install-browser')
 
 
 def _env(name: str) -> str:
@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
 	parser = argparse.ArgumentParser(
 		prog='browser-use-mcp',
 		description='MCP server giving each agent its own isolated browser (browser-use, one server, many sessions).',
-		epilog='Commands: serve (default) runs the server; demo shows three isolated sessions; doctor checks this machine.',
+		epilog='Commands: serve (default) runs the server; demo shows three isolated sessions; doctor checks this machine; '
+		'install-browser installs Chromium with the system package manager (apt-get; --dry-run prints the commands).',
 	)
 	parser.add_argument('--version', action='version', version=f'browser-use-mcp {__version__}')
 	parser.add_argument('command', nargs='?', choices=COMMANDS, default='serve', help='what to run (default: serve)')
@@ -183,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 		metavar='PATH',
 		help='demo only: where to write the contact sheet PNG (default ./demo-output/contact-sheet.png)',
 	)
+	o.add_argument('--dry-run', action='store_true', help='install-browser only: print the commands instead of running them')
 	return parser
 
 
@@ -239,6 +241,10 @@ def _capabilities(text: str | None) -> dict[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> None:
 	ns = build_parser().parse_args(argv)
+	if ns.command == 'install-browser':  # needs no configuration, and must work before anything else does
+		from browser_use_mcp.install import run_install_browser
+
+		sys.exit(run_install_browser(dry_run=ns.dry_run))
 	from browser_use_mcp.config import load_config
 	from browser_use_mcp.logs import setup_logging
 

@@ -327,6 +327,7 @@ class SessionRegistry:
 			headless=config.headless,
 			user_args=config.chromium_args,
 			use_extensions=bool(config.browser_profile.get('enable_default_extensions', False)),
+			configured=config.executable_path,
 		)
 		self.default_provider = self.provider = process
 		if config.grid_url:

@@ -13,16 +13,12 @@ from browser_use_mcp.browser import (
 	chromium_args,
 )
 from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.install import missing_browser_message
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
 from browser_use_mcp.providers.cdp_client import CdpConnection
 from browser_use_mcp.providers.cdp_proxy import ContextRouter, PassthroughLink
 from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import outside_scopes
-
-NO_CHROMIUM = (
-	'No Chromium or Chrome was found. Install it (Debian/Ubuntu: apt-get install chromium) or set '
-	'BROWSER_USE_MCP_CHROMIUM to the browser binary, then retry.'
-)
 
 
 class ProcessEndpoint(Endpoint):
@@ -61,9 +57,11 @@ class ProcessProvider(BrowserProvider):
 		headless: bool,
 		user_args: tuple[str, ...] = (),
 		use_extensions: bool = False,
+		configured: str | None = None,
 	) -> None:
 		super().__init__(profile_base=profile_base, headless=headless)
 		self.executable = executable
+		self.configured = configured  # the path the user gave, for the error when it is missing
 		self.owner = owner
 		self.user_args = user_args
 		self.use_extensions = use_extensions
@@ -80,7 +78,7 @@ class ProcessProvider(BrowserProvider):
 	async def launch(self, dirs: SessionDirs, profile: Any) -> ChromiumProcess:
 		"""A Chromium of ours on ``dirs``: our flags, the user's, the owner marker (shared ones too)."""
 		if not self.executable:
-			raise BrowserStartFailed(NO_CHROMIUM)
+			raise BrowserStartFailed(missing_browser_message(self.configured))
 		args = chromium_args(profile, user_args=self.user_args)
 		if self.use_extensions:
 			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
