@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
 		help=f'HTTP bearer token; repeat for several clients, each its own principal (env {_env("auth_tokens")}, comma-separated)',
 	)
 	g.add_argument(
+		'--auth-token-file',
+		metavar='PATH',
+		help='HTTP bearer tokens, one a line (# comments); re-read on SIGHUP and when the file changes: a removed '
+		f"token's sessions are closed (env {_env('auth_token_file')})",
+	)
+	g.add_argument(
 		'--allow-unauthenticated',
 		action='store_true',
 		default=None,
@@ -196,6 +202,7 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'host': ns.host,
 		'port': ns.port,
 		'auth_tokens': tuple(ns.auth_tokens) if ns.auth_tokens else None,
+		'auth_token_file': Path(ns.auth_token_file).expanduser() if ns.auth_token_file else None,
 		'allow_unauthenticated': ns.allow_unauthenticated,
 		'dashboard_port': ns.dashboard_port,
 		'takeover_timeout': ns.takeover_timeout,

@@ -55,6 +55,8 @@ class ServerConfig:
 	host: str = '127.0.0.1'
 	port: int = 8000
 	auth_tokens: tuple[str, ...] = ()
+	auth_token_file: Path | None = None  # HTTP: more tokens, one a line; re-read on SIGHUP and when it changes
+	token_file_poll: float = 1.0  # s between looks at the token file's mtime; 0 = only on SIGHUP
 	allow_unauthenticated: bool = False
 	dashboard_port: int = 0  # stdio: serve the dashboard on 127.0.0.1 at this port; 0 = off (HTTP: always at /dashboard)
 	takeover_timeout: float = 120.0  # s without input after which a dashboard takeover ends by itself
@@ -149,6 +151,8 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'host': (f'{ENV_PREFIX}HOST', str),
 	'port': (f'{ENV_PREFIX}PORT', _int),
 	'auth_tokens': (f'{ENV_PREFIX}AUTH_TOKENS', _tokens),
+	'auth_token_file': (f'{ENV_PREFIX}AUTH_TOKEN_FILE', lambda v: Path(v).expanduser()),
+	'token_file_poll': (f'{ENV_PREFIX}TOKEN_FILE_POLL', _float),
 	'allow_unauthenticated': (f'{ENV_PREFIX}ALLOW_UNAUTHENTICATED', _truthy),
 	'dashboard_port': (f'{ENV_PREFIX}DASHBOARD_PORT', _int),
 	'takeover_timeout': (f'{ENV_PREFIX}TAKEOVER_TIMEOUT', _float),
@@ -320,6 +324,8 @@ def validate(config: ServerConfig) -> None:
 		problems.append(f'dashboard port {config.dashboard_port} is out of range (0 turns the dashboard off)')
 	if config.takeover_timeout <= 0:
 		problems.append('takeover timeout must be > 0 seconds')
+	if config.token_file_poll < 0:
+		problems.append('token file poll interval must be >= 0 seconds (0 reloads on SIGHUP only)')
 	if config.header_timeout <= 0:
 		problems.append('header timeout must be > 0 seconds')
 	if config.keep_alive_timeout <= 0:

@@ -247,6 +247,7 @@ class SessionRegistry:
 		self._background: set[asyncio.Task[Any]] = set()
 		self._shutting_down = False
 		self.single_principal = len(config.auth_tokens) <= 1
+		self.revoked: set[str] = set()  # principals whose token was removed: no new session (a call already past auth)
 		self._sidecar: Any = None
 		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
 		self._starting: asyncio.Task[None] | None = None
@@ -470,6 +471,8 @@ class SessionRegistry:
 			if task is None:
 				if self._shutting_down:
 					raise SessionClosed('The server is shutting down; no new sessions can be created.')
+				if principal in self.revoked:
+					raise SessionClosed("This client's token was revoked; no new sessions can be created with it.")
 				if self.count >= self.config.max_sessions:
 					held = (
 						f'already holds {self.count} sessions, its limit' if self.single_principal else 'is at its session limit'
