@@ -125,6 +125,25 @@ def build_parser() -> argparse.ArgumentParser:
 		'--max-sessions', type=int, metavar='N', help=f'most sessions at once (default 32; env {_env("max_sessions")})'
 	)
 	s.add_argument(
+		'--max-sessions-per-principal',
+		type=int,
+		metavar='N',
+		help=f'most sessions one principal (token) holds at once; more wait in a fair queue (default: no limit; env {_env("max_sessions_per_principal")})',
+	)
+	s.add_argument(
+		'--max-calls-per-principal',
+		type=int,
+		metavar='N',
+		help=f'most tool calls of one principal running at once; more wait (default: no limit; env {_env("max_calls_per_principal")})',
+	)
+	s.add_argument(
+		'--queue-timeout',
+		type=float,
+		metavar='SECONDS',
+		help='how long a new session or call waits for a slot when a limit is reached, then fails (retryable) '
+		f'(default 30 over HTTP, 0 = refuse at once on stdio; env {_env("queue_timeout")})',
+	)
+	s.add_argument(
 		'--prewarm', type=int, metavar='N', help=f'keep N browsers launched and ready (default 0; env {_env("prewarm")})'
 	)
 	b = parser.add_argument_group('browser')
@@ -216,6 +235,9 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'idle_timeout': ns.idle_timeout,
 		'max_session_duration': ns.max_session_duration,
 		'max_sessions': ns.max_sessions,
+		'max_sessions_per_principal': ns.max_sessions_per_principal,
+		'max_calls_per_principal': ns.max_calls_per_principal,
+		'queue_timeout': ns.queue_timeout,
 		'prewarm': ns.prewarm,
 		'executable_path': ns.executable_path,
 		'headless': ns.headless,

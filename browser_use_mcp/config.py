@@ -73,6 +73,9 @@ class ServerConfig:
 	idle_timeout: float = 600.0
 	max_session_duration: float = 0.0
 	max_sessions: int = 32
+	max_sessions_per_principal: int | None = None  # sessions one principal (token) may hold; None = only --max-sessions
+	max_calls_per_principal: int | None = None  # tool calls of one principal running at once; None = no limit
+	queue_timeout: float | None = None  # s a new session or call waits for a slot; None: 30 over HTTP, 0 (refuse) on stdio
 	prewarm: int = 0
 	shutdown_grace: float = 3.0
 
@@ -117,6 +120,14 @@ class ServerConfig:
 	# Set when built without browser-use's config.json (to answer the MCP handshake without
 	# importing browser-use): the environment and flags to build the complete config from.
 	deferred: tuple[Mapping[str, str], Mapping[str, Any]] | None = field(default=None, compare=False, repr=False)
+
+	@property
+	def queue_wait(self) -> float:
+		"""How long a new session or call waits for a slot: --queue-timeout, else 30 s over HTTP and
+		none on stdio (refused at once, as before queues existed)."""
+		if self.queue_timeout is not None:
+			return self.queue_timeout
+		return 30.0 if self.transport == 'http' else 0.0
 
 	def with_overrides(self, **overrides: Any) -> ServerConfig:
 		known = {f.name for f in fields(self)}
@@ -166,6 +177,9 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'idle_timeout': (f'{ENV_PREFIX}IDLE_TIMEOUT', _float),
 	'max_session_duration': (f'{ENV_PREFIX}MAX_SESSION_DURATION', _float),
 	'max_sessions': (f'{ENV_PREFIX}MAX_SESSIONS', _int),
+	'max_sessions_per_principal': (f'{ENV_PREFIX}MAX_SESSIONS_PER_PRINCIPAL', _int),
+	'max_calls_per_principal': (f'{ENV_PREFIX}MAX_CALLS_PER_PRINCIPAL', _int),
+	'queue_timeout': (f'{ENV_PREFIX}QUEUE_TIMEOUT', _float),
 	'prewarm': (f'{ENV_PREFIX}PREWARM', _int),
 	'state_dir': (f'{ENV_PREFIX}STATE_DIR', lambda v: Path(v).expanduser()),
 	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
@@ -296,6 +310,12 @@ def validate(config: ServerConfig) -> None:
 		problems.append('max session duration must be >= 0 (0 means unlimited)')
 	if config.max_sessions < 1:
 		problems.append('max sessions must be >= 1')
+	if config.max_sessions_per_principal is not None and config.max_sessions_per_principal < 1:
+		problems.append('max sessions per principal must be >= 1 (leave it unset for no per-principal limit)')
+	if config.max_calls_per_principal is not None and config.max_calls_per_principal < 1:
+		problems.append('max calls per principal must be >= 1 (leave it unset for no limit)')
+	if config.queue_timeout is not None and config.queue_timeout < 0:
+		problems.append('queue timeout must be >= 0 seconds (0 refuses at once when a limit is reached)')
 	if config.prewarm < 0:
 		problems.append('prewarm must be >= 0')
 	if config.isolation not in ('browser', 'context'):
