@@ -93,6 +93,16 @@ async def test_principals_are_served_round_robin_at_the_server_limit(tmp_path: P
 		await asyncio.sleep(0.05)
 		tasks += [asyncio.create_task(open_('B', f'b{i}')) for i in range(2)]
 		await asyncio.sleep(0.05)
+		told = Notices()
+		late = asyncio.create_task(registry.run('C', 'c0', noop, waiting=told))
+		await asyncio.sleep(0.05)
+		assert told.messages[0] == (
+			"Waiting for a session slot for 'c0': the server holds 2 sessions, its limit (--max-sessions 2), "
+			'and 5 new session(s) are queued ahead of this one.'
+		)
+		late.cancel()
+		await asyncio.gather(late, return_exceptions=True)
+		assert registry.slots.waiting() == 5
 		for sid in ('held-1', 'held-2', 'a0', 'b0'):  # each close frees one slot
 			await registry.close(*(('A', sid) if sid[0] != 'b' else ('B', sid)))
 			await asyncio.sleep(0.05)
