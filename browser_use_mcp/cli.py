@@ -14,7 +14,7 @@ os.environ.setdefault('BROWSER_USE_LOGGING_LEVEL', 'warning')
 from browser_use_mcp import __version__  # noqa: E402
 from browser_use_mcp.config import ENV_VARS  # noqa: E402
 
-COMMANDS = ('serve', 'demo', 'doctor')
+COMMANDS = ('serve', 'demo', 'doctor', 'install-browser')
 
 
 def _env(name: str) -> str:
@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
 	parser = argparse.ArgumentParser(
 		prog='browser-use-mcp',
 		description='MCP server giving each agent its own isolated browser (browser-use, one server, many sessions).',
-		epilog='Commands: serve (default) runs the server; demo shows three isolated sessions; doctor checks this machine.',
+		epilog='Commands: serve (default) runs the server; demo shows three isolated sessions; doctor checks this machine; '
+		'install-browser installs Chromium with the system package manager (apt-get; --dry-run prints the commands).',
 	)
 	parser.add_argument('--version', action='version', version=f'browser-use-mcp {__version__}')
 	parser.add_argument('command', nargs='?', choices=COMMANDS, default='serve', help='what to run (default: serve)')
@@ -39,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
 		dest='auth_tokens',
 		metavar='TOKEN',
 		help=f'HTTP bearer token; repeat for several clients, each its own principal (env {_env("auth_tokens")}, comma-separated)',
+	)
+	g.add_argument(
+		'--auth-token-file',
+		metavar='PATH',
+		help='HTTP bearer tokens, one a line (# comments); re-read on SIGHUP and when the file changes: a removed '
+		f"token's sessions are closed (env {_env('auth_token_file')})",
 	)
 	g.add_argument(
 		'--allow-unauthenticated',
@@ -125,6 +132,25 @@ def build_parser() -> argparse.ArgumentParser:
 		'--max-sessions', type=int, metavar='N', help=f'most sessions at once (default 32; env {_env("max_sessions")})'
 	)
 	s.add_argument(
+		'--max-sessions-per-principal',
+		type=int,
+		metavar='N',
+		help=f'most sessions one principal (token) holds at once; more wait in a fair queue (default: no limit; env {_env("max_sessions_per_principal")})',
+	)
+	s.add_argument(
+		'--max-calls-per-principal',
+		type=int,
+		metavar='N',
+		help=f'most tool calls of one principal running at once; more wait (default: no limit; env {_env("max_calls_per_principal")})',
+	)
+	s.add_argument(
+		'--queue-timeout',
+		type=float,
+		metavar='SECONDS',
+		help='how long a new session or call waits for a slot when a limit is reached, then fails (retryable) '
+		f'(default 30 over HTTP, 0 = refuse at once on stdio; env {_env("queue_timeout")})',
+	)
+	s.add_argument(
 		'--prewarm', type=int, metavar='N', help=f'keep N browsers launched and ready (default 0; env {_env("prewarm")})'
 	)
 	b = parser.add_argument_group('browser')
@@ -209,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
 		metavar='PATH',
 		help='demo only: where to write the contact sheet PNG (default ./demo-output/contact-sheet.png)',
 	)
+	o.add_argument('--dry-run', action='store_true', help='install-browser only: print the commands instead of running them')
 	return parser
 
 
@@ -220,6 +247,7 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'host': ns.host,
 		'port': ns.port,
 		'auth_tokens': tuple(ns.auth_tokens) if ns.auth_tokens else None,
+		'auth_token_file': Path(ns.auth_token_file).expanduser() if ns.auth_token_file else None,
 		'allow_unauthenticated': ns.allow_unauthenticated,
 		'dashboard_port': ns.dashboard_port,
 		'takeover_timeout': ns.takeover_timeout,
@@ -233,6 +261,9 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'idle_timeout': ns.idle_timeout,
 		'max_session_duration': ns.max_session_duration,
 		'max_sessions': ns.max_sessions,
+		'max_sessions_per_principal': ns.max_sessions_per_principal,
+		'max_calls_per_principal': ns.max_calls_per_principal,
+		'queue_timeout': ns.queue_timeout,
 		'prewarm': ns.prewarm,
 		'executable_path': ns.executable_path,
 		'headless': ns.headless,
@@ -269,6 +300,10 @@ def _capabilities(text: str | None) -> dict[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> None:
 	ns = build_parser().parse_args(argv)
+	if ns.command == 'install-browser':  # needs no configuration, and must work before anything else does
+		from browser_use_mcp.install import run_install_browser
+
+		sys.exit(run_install_browser(dry_run=ns.dry_run))
 	from browser_use_mcp.config import load_config
 	from browser_use_mcp.logs import setup_logging
 

@@ -160,13 +160,16 @@ def build_server(
 	)
 
 
-async def run_until_stopped(serve: Awaitable[Any], registry: SessionRegistry, grace: float) -> None:
-	"""Serve until the transport ends or SIGTERM/SIGINT arrives, then close every session."""
+async def run_until_stopped(
+	serve: Awaitable[Any], registry: SessionRegistry, grace: float, on_hangup: Callable[[], None] | None = None
+) -> None:
+	"""Serve until the transport ends or SIGTERM/SIGINT arrives, then close every session.
+	SIGHUP stops the server too, unless ``on_hangup`` is given (HTTP with a token file: reload)."""
 	loop = asyncio.get_running_loop()
 	stop = asyncio.Event()
 	for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 		with contextlib.suppress(NotImplementedError, RuntimeError):
-			loop.add_signal_handler(sig, stop.set)
+			loop.add_signal_handler(sig, on_hangup if sig == signal.SIGHUP and on_hangup is not None else stop.set)
 	serving = asyncio.ensure_future(serve)
 	stopping = asyncio.ensure_future(stop.wait())
 	try:
