@@ -163,10 +163,21 @@ class Catalog:
 		async def waiting(state: SessionState) -> None:
 			await call.report_progress(0, None, HELD_BY_PERSON)
 
-		state, result = await self.sessions.run(call.principal, session_id, act, on_hold=waiting, deadline=limit)
+		state, result = await self.sessions.run(
+			call.principal, session_id, act, on_hold=waiting, deadline=limit, waiting=queued_notice(call)
+		)
 		reply = _checked(tool, _as_reply(result))
 		reply.notes.extend(state.take_notes())
 		return reply
+
+
+def queued_notice(call: Call) -> Any:
+	"""A waiting call's progress: seconds waited of --queue-timeout, and why it waits."""
+
+	async def notify(waited: float, timeout: float, message: str) -> None:
+		await call.report_progress(round(waited, 1), timeout, message)
+
+	return notify
 
 
 async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> Reply | str:

@@ -14,7 +14,7 @@ os.environ.setdefault('BROWSER_USE_LOGGING_LEVEL', 'warning')
 from browser_use_mcp import __version__  # noqa: E402
 from browser_use_mcp.config import ENV_VARS  # noqa: E402
 
-COMMANDS = ('serve', 'demo', 'doctor')
+COMMANDS = ('serve', 'demo', 'doctor', 'install-browser')
 
 
 def _env(name: str) -> str:
@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
 	parser = argparse.ArgumentParser(
 		prog='browser-use-mcp',
 		description='MCP server giving each agent its own isolated browser (browser-use, one server, many sessions).',
-		epilog='Commands: serve (default) runs the server; demo shows three isolated sessions; doctor checks this machine.',
+		epilog='Commands: serve (default) runs the server; demo shows three isolated sessions; doctor checks this machine; '
+		'install-browser installs Chromium with the system package manager (apt-get; --dry-run prints the commands).',
 	)
 	parser.add_argument('--version', action='version', version=f'browser-use-mcp {__version__}')
 	parser.add_argument('command', nargs='?', choices=COMMANDS, default='serve', help='what to run (default: serve)')
@@ -39,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
 		dest='auth_tokens',
 		metavar='TOKEN',
 		help=f'HTTP bearer token; repeat for several clients, each its own principal (env {_env("auth_tokens")}, comma-separated)',
+	)
+	g.add_argument(
+		'--auth-token-file',
+		metavar='PATH',
+		help='HTTP bearer tokens, one a line (# comments); re-read on SIGHUP and when the file changes: a removed '
+		f"token's sessions are closed (env {_env('auth_token_file')})",
 	)
 	g.add_argument(
 		'--allow-unauthenticated',
@@ -57,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
 		type=float,
 		metavar='SECONDS',
 		help=f'a dashboard takeover ends after this long without input (default 120; env {_env("takeover_timeout")})',
+	)
+	g.add_argument(
+		'--metrics-public',
+		action='store_true',
+		default=None,
+		help='serve /healthz, /readyz and /metrics without a token even when bound beyond loopback '
+		f'(on loopback they never ask for one; env {_env("metrics_public")})',
 	)
 	h = parser.add_argument_group('http hardening (docs/security.md)')
 	h.add_argument(
@@ -116,6 +130,25 @@ def build_parser() -> argparse.ArgumentParser:
 	)
 	s.add_argument(
 		'--max-sessions', type=int, metavar='N', help=f'most sessions at once (default 32; env {_env("max_sessions")})'
+	)
+	s.add_argument(
+		'--max-sessions-per-principal',
+		type=int,
+		metavar='N',
+		help=f'most sessions one principal (token) holds at once; more wait in a fair queue (default: no limit; env {_env("max_sessions_per_principal")})',
+	)
+	s.add_argument(
+		'--max-calls-per-principal',
+		type=int,
+		metavar='N',
+		help=f'most tool calls of one principal running at once; more wait (default: no limit; env {_env("max_calls_per_principal")})',
+	)
+	s.add_argument(
+		'--queue-timeout',
+		type=float,
+		metavar='SECONDS',
+		help='how long a new session or call waits for a slot when a limit is reached, then fails (retryable) '
+		f'(default 30 over HTTP, 0 = refuse at once on stdio; env {_env("queue_timeout")})',
 	)
 	s.add_argument(
 		'--prewarm', type=int, metavar='N', help=f'keep N browsers launched and ready (default 0; env {_env("prewarm")})'
@@ -200,10 +233,16 @@ def build_parser() -> argparse.ArgumentParser:
 		help=f'stderr log level (default warning; env {_env("log_level")})',
 	)
 	o.add_argument(
+		'--log-format',
+		choices=('text', 'json'),
+		help=f'stderr log lines as text, or one JSON object per line (default text; env {_env("log_format")})',
+	)
+	o.add_argument(
 		'--output',
 		metavar='PATH',
 		help='demo only: where to write the contact sheet PNG (default ./demo-output/contact-sheet.png)',
 	)
+	o.add_argument('--dry-run', action='store_true', help='install-browser only: print the commands instead of running them')
 	return parser
 
 
@@ -215,6 +254,7 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'host': ns.host,
 		'port': ns.port,
 		'auth_tokens': tuple(ns.auth_tokens) if ns.auth_tokens else None,
+		'auth_token_file': Path(ns.auth_token_file).expanduser() if ns.auth_token_file else None,
 		'allow_unauthenticated': ns.allow_unauthenticated,
 		'dashboard_port': ns.dashboard_port,
 		'takeover_timeout': ns.takeover_timeout,
@@ -228,6 +268,9 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'idle_timeout': ns.idle_timeout,
 		'max_session_duration': ns.max_session_duration,
 		'max_sessions': ns.max_sessions,
+		'max_sessions_per_principal': ns.max_sessions_per_principal,
+		'max_calls_per_principal': ns.max_calls_per_principal,
+		'queue_timeout': ns.queue_timeout,
 		'prewarm': ns.prewarm,
 		'executable_path': ns.executable_path,
 		'headless': ns.headless,
@@ -244,6 +287,8 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'grid_default_session': ns.grid_default_session,
 		'log_level': ns.log_level,
 		'tools': tuple(g.strip() for g in ns.tools.split(',') if g.strip()) if ns.tools is not None else None,
+		'log_format': ns.log_format,
+		'metrics_public': ns.metrics_public,
 		'block_private_networks': ns.block_private_networks,
 		'allow_private_networks': ns.allow_private_networks,
 	}
@@ -263,12 +308,16 @@ def _capabilities(text: str | None) -> dict[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> None:
 	ns = build_parser().parse_args(argv)
+	if ns.command == 'install-browser':  # needs no configuration, and must work before anything else does
+		from browser_use_mcp.install import run_install_browser
+
+		sys.exit(run_install_browser(dry_run=ns.dry_run))
 	from browser_use_mcp.config import load_config
 	from browser_use_mcp.logs import setup_logging
 
 	# serving answers the MCP handshake before browser-use is imported; the registry completes the config
 	config = load_config(browser_use=ns.command != 'serve', **cli_overrides(ns))
-	setup_logging(config.log_level)
+	setup_logging(config.log_level, config.log_format)
 	if ns.command == 'doctor':
 		from browser_use_mcp.doctor import run_doctor
 
@@ -287,6 +336,8 @@ def main(argv: list[str] | None = None) -> None:
 def run_server(config: Any) -> int:
 	import asyncio
 
+	from browser_use_mcp.logs import announce
+
 	if config.cdp_url:  # a wrong URL is a start-up error, with the address and what to check
 		from browser_use_mcp.errors import BrowserStartFailed
 		from browser_use_mcp.providers.shared import browser_ws_url
@@ -294,7 +345,7 @@ def run_server(config: Any) -> int:
 		try:
 			browser_ws_url(config.cdp_url)
 		except BrowserStartFailed as exc:
-			print(f'browser-use-mcp: {exc.message}', file=sys.stderr)
+			announce(f'browser-use-mcp: {exc.message}', 'error')
 			return 2
 
 	if config.grid_url:  # so is a Grid that does not answer: a typo should not wait for the first call
@@ -302,7 +353,7 @@ def run_server(config: Any) -> int:
 
 		problem = grid_problem(config.grid_url)
 		if problem:
-			print(f'browser-use-mcp: {problem}', file=sys.stderr)
+			announce(f'browser-use-mcp: {problem}', 'error')
 			return 2
 
 	if config.transport == 'http':
@@ -318,6 +369,6 @@ def run_server(config: Any) -> int:
 	except KeyboardInterrupt:
 		pass
 	except SystemExit as exc:
-		print(str(exc), file=sys.stderr)
+		announce(str(exc), 'error')
 		return 2
 	return 0

@@ -55,9 +55,12 @@ class ServerConfig:
 	host: str = '127.0.0.1'
 	port: int = 8000
 	auth_tokens: tuple[str, ...] = ()
+	auth_token_file: Path | None = None  # HTTP: more tokens, one a line; re-read on SIGHUP and when it changes
+	token_file_poll: float = 1.0  # s between looks at the token file's mtime; 0 = only on SIGHUP
 	allow_unauthenticated: bool = False
 	dashboard_port: int = 0  # stdio: serve the dashboard on 127.0.0.1 at this port; 0 = off (HTTP: always at /dashboard)
 	takeover_timeout: float = 120.0  # s without input after which a dashboard takeover ends by itself
+	metrics_public: bool = False  # /healthz, /readyz, /metrics without a token even off loopback
 	# HTTP hardening (docs/security.md#http-hardening)
 	header_timeout: float = 10.0  # s a connection may take to send a whole request header
 	keep_alive_timeout: float = 5.0  # s an idle keep-alive connection stays open between requests
@@ -71,6 +74,9 @@ class ServerConfig:
 	idle_timeout: float = 600.0
 	max_session_duration: float = 0.0
 	max_sessions: int = 32
+	max_sessions_per_principal: int | None = None  # sessions one principal (token) may hold; None = only --max-sessions
+	max_calls_per_principal: int | None = None  # tool calls of one principal running at once; None = no limit
+	queue_timeout: float | None = None  # s a new session or call waits for a slot; None: 30 over HTTP, 0 (refuse) on stdio
 	prewarm: int = 0
 	shutdown_grace: float = 3.0
 
@@ -118,11 +124,20 @@ class ServerConfig:
 
 	# misc
 	log_level: str = 'warning'
+	log_format: str = 'text'  # text | json (one JSON object per line)
 	telemetry: bool = True
 
 	# Set when built without browser-use's config.json (to answer the MCP handshake without
 	# importing browser-use): the environment and flags to build the complete config from.
 	deferred: tuple[Mapping[str, str], Mapping[str, Any]] | None = field(default=None, compare=False, repr=False)
+
+	@property
+	def queue_wait(self) -> float:
+		"""How long a new session or call waits for a slot: --queue-timeout, else 30 s over HTTP and
+		none on stdio (refused at once, as before queues existed)."""
+		if self.queue_timeout is not None:
+			return self.queue_timeout
+		return 30.0 if self.transport == 'http' else 0.0
 
 	def with_overrides(self, **overrides: Any) -> ServerConfig:
 		known = {f.name for f in fields(self)}
@@ -157,9 +172,12 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'host': (f'{ENV_PREFIX}HOST', str),
 	'port': (f'{ENV_PREFIX}PORT', _int),
 	'auth_tokens': (f'{ENV_PREFIX}AUTH_TOKENS', _tokens),
+	'auth_token_file': (f'{ENV_PREFIX}AUTH_TOKEN_FILE', lambda v: Path(v).expanduser()),
+	'token_file_poll': (f'{ENV_PREFIX}TOKEN_FILE_POLL', _float),
 	'allow_unauthenticated': (f'{ENV_PREFIX}ALLOW_UNAUTHENTICATED', _truthy),
 	'dashboard_port': (f'{ENV_PREFIX}DASHBOARD_PORT', _int),
 	'takeover_timeout': (f'{ENV_PREFIX}TAKEOVER_TIMEOUT', _float),
+	'metrics_public': (f'{ENV_PREFIX}METRICS_PUBLIC', _truthy),
 	'header_timeout': (f'{ENV_PREFIX}HEADER_TIMEOUT', _float),
 	'keep_alive_timeout': (f'{ENV_PREFIX}KEEP_ALIVE_TIMEOUT', _float),
 	'max_connections': (f'{ENV_PREFIX}MAX_CONNECTIONS', _int),
@@ -170,10 +188,14 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'idle_timeout': (f'{ENV_PREFIX}IDLE_TIMEOUT', _float),
 	'max_session_duration': (f'{ENV_PREFIX}MAX_SESSION_DURATION', _float),
 	'max_sessions': (f'{ENV_PREFIX}MAX_SESSIONS', _int),
+	'max_sessions_per_principal': (f'{ENV_PREFIX}MAX_SESSIONS_PER_PRINCIPAL', _int),
+	'max_calls_per_principal': (f'{ENV_PREFIX}MAX_CALLS_PER_PRINCIPAL', _int),
+	'queue_timeout': (f'{ENV_PREFIX}QUEUE_TIMEOUT', _float),
 	'prewarm': (f'{ENV_PREFIX}PREWARM', _int),
 	'state_dir': (f'{ENV_PREFIX}STATE_DIR', lambda v: Path(v).expanduser()),
 	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
 	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),
+	'log_format': (f'{ENV_PREFIX}LOG_FORMAT', str),
 	'isolation': (f'{ENV_PREFIX}ISOLATION', str),
 	'contexts_per_browser': (f'{ENV_PREFIX}CONTEXTS_PER_BROWSER', _int),
 	'shared_browser_idle': (f'{ENV_PREFIX}SHARED_BROWSER_IDLE', _float),
@@ -305,6 +327,12 @@ def validate(config: ServerConfig) -> None:
 		problems.append('max session duration must be >= 0 (0 means unlimited)')
 	if config.max_sessions < 1:
 		problems.append('max sessions must be >= 1')
+	if config.max_sessions_per_principal is not None and config.max_sessions_per_principal < 1:
+		problems.append('max sessions per principal must be >= 1 (leave it unset for no per-principal limit)')
+	if config.max_calls_per_principal is not None and config.max_calls_per_principal < 1:
+		problems.append('max calls per principal must be >= 1 (leave it unset for no limit)')
+	if config.queue_timeout is not None and config.queue_timeout < 0:
+		problems.append('queue timeout must be >= 0 seconds (0 refuses at once when a limit is reached)')
 	if config.prewarm < 0:
 		problems.append('prewarm must be >= 0')
 	if config.isolation not in ('browser', 'context'):
@@ -327,12 +355,16 @@ def validate(config: ServerConfig) -> None:
 	from browser_use_mcp.urls import browser_url_problem
 
 	problems.extend(p for p in (browser_url_problem(u) for u in config.allow_browser_urls) if p)
+	if config.log_format not in ('text', 'json'):
+		problems.append(f'log format must be text or json, not {config.log_format!r}')
 	if config.watchdog not in ('auto', 'on', 'off'):
 		problems.append(f'watchdog must be auto, on or off, not {config.watchdog!r}')
 	if not 0 <= config.dashboard_port < 65536:
 		problems.append(f'dashboard port {config.dashboard_port} is out of range (0 turns the dashboard off)')
 	if config.takeover_timeout <= 0:
 		problems.append('takeover timeout must be > 0 seconds')
+	if config.token_file_poll < 0:
+		problems.append('token file poll interval must be >= 0 seconds (0 reloads on SIGHUP only)')
 	if config.header_timeout <= 0:
 		problems.append('header timeout must be > 0 seconds')
 	if config.keep_alive_timeout <= 0:

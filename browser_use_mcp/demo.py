@@ -505,12 +505,9 @@ def run_demo(config: ServerConfig, output: Path | str | None = None, out: TextIO
 	target = Path(output) if output else DEFAULT_OUTPUT
 	print('browser-use-mcp demo: three agents, three isolated browser sessions, one MCP server\n', file=out)
 	if find_chromium(config.executable_path) is None:
-		where = f' at {config.executable_path}' if config.executable_path else ''
-		print(
-			f'No Chromium or Chrome was found{where}. Install it (Debian/Ubuntu: apt-get install chromium, or run '
-			'./scripts/setup.sh) or pass --chromium PATH; `browser-use-mcp doctor` checks the rest.',
-			file=out,
-		)
+		from browser_use_mcp.install import missing_browser_message
+
+		print(missing_browser_message(config.executable_path) + ' `browser-use-mcp doctor` checks the rest.', file=out)
 		return 1
 	with _scratch_home() as home:
 		log_path = home / 'server.log'

@@ -30,6 +30,7 @@ from typing import Any, Literal, TextIO
 from browser_use_mcp import __version__
 from browser_use_mcp.browser import find_chromium, profile_lock_owner
 from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.install import INSTALL_COMMAND
 
 Status = Literal['ok', 'warn', 'fail', 'skip']
 LAUNCH_TIMEOUT = 30.0
@@ -70,13 +71,14 @@ def check_chromium(configured: str | None) -> Check:
 				'Chromium',
 				'fail',
 				f'the configured browser {configured} does not exist or is not a file',
-				f'Fix the path given by {CONFIGURED_BROWSER}, or remove it to use the Chromium found on PATH.',
+				f'Fix the path given by {CONFIGURED_BROWSER}, or remove it to use the Chromium found on PATH; '
+				f'{INSTALL_COMMAND} installs one.',
 			)
 		return Check(
 			'Chromium',
 			'fail',
 			'no Chromium or Chrome found',
-			'Install it: ./scripts/setup.sh does (Debian/Ubuntu: apt-get install chromium; macOS: install Google Chrome), '
+			f'Install it with one command: {INSTALL_COMMAND} (apt-get; on other systems it says what to do), '
 			'or set BROWSER_USE_MCP_CHROMIUM to the browser binary.',
 		)
 	version = chromium_version(found)
@@ -475,7 +477,14 @@ def check_versions(pins: Mapping[str, str] | None = None) -> list[Check]:
 		try:
 			installed = metadata.version(dist)
 		except metadata.PackageNotFoundError:
-			checks.append(Check(dist, 'fail', 'not installed', 'Install the dependencies: ./scripts/setup.sh'))
+			checks.append(
+				Check(
+					dist,
+					'fail',
+					'not installed',
+					'Install the dependencies: pip install browser-use-mcp (from a clone: ./scripts/setup.sh)',
+				)
+			)
 			continue
 		wanted = pins.get(dist)
 		if wanted and wanted != installed:

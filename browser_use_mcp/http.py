@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import ipaddress
 import logging
 import socket
-import sys
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from typing import Any, Self
 
 import anyio
@@ -55,7 +56,8 @@ from browser_use_mcp.guard import (
 	quiet_uvicorn,
 	raise_fd_limit,
 )
-from browser_use_mcp.logs import hide
+from browser_use_mcp.logs import announce, hide
+from browser_use_mcp.metrics import Metrics, guarded, needs_token
 from browser_use_mcp.server import PrincipalOf, build_server, run_until_stopped
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
 from browser_use_mcp.telemetry import Telemetry
@@ -114,11 +116,29 @@ def check_exposure(config: ServerConfig) -> None:
 
 def check_tokens(config: ServerConfig) -> None:
 	"""An empty token would admit a bare ``Authorization: Bearer``; refuse to start with one."""
-	if any(not t.strip() for t in config.auth_tokens):
-		raise SystemExit(
+	try:
+		check_tokens_of(config.auth_tokens)
+	except ValueError as exc:
+		raise SystemExit(str(exc)) from None
+
+
+def check_tokens_of(tokens: Iterable[str]) -> None:
+	if any(not t.strip() for t in tokens):
+		raise ValueError(
 			'An auth token is empty. Give each client a long random token, e.g. '
 			'python -c "import secrets; print(secrets.token_urlsafe(32))".'
 		)
+
+
+def with_token_file(config: ServerConfig) -> ServerConfig:
+	"""The config with the token file's tokens added to the others; a bad file is a start-up error."""
+	if config.auth_token_file is None:
+		return config
+	try:
+		tokens = read_token_file(config.auth_token_file)
+	except ValueError as exc:
+		raise SystemExit(f'--auth-token-file: {exc}') from None
+	return dataclasses.replace(config, auth_tokens=tuple(dict.fromkeys(config.auth_tokens + tokens)))
 
 
 class TokenPrincipals:
@@ -129,8 +149,19 @@ class TokenPrincipals:
 	"""
 
 	def __init__(self, tokens: Iterable[str]) -> None:
+		self.replace(tokens)
+
+	def replace(self, tokens: Iterable[str]) -> set[str]:
+		"""Accept exactly these tokens from now on; the principals no longer accepted."""
+		before = set(getattr(self, '_by_digest', {}).values())
 		clean = [t.strip() for t in tokens]
+		# one assignment: a lookup sees the old set or the new one, never half of each
 		self._by_digest = {hashlib.sha256(t.encode('utf-8', 'surrogatepass')).digest(): principal_for_token(t) for t in clean}
+		return before - set(self._by_digest.values())
+
+	@property
+	def principals(self) -> set[str]:
+		return set(self._by_digest.values())
 
 	def __len__(self) -> int:
 		return len(self._by_digest)
@@ -144,6 +175,123 @@ class TokenPrincipals:
 			return None
 		# The principal stands in for the token, so nothing downstream holds the secret.
 		return AccessToken(token=principal, client_id=principal, scopes=[])
+
+
+def read_token_file(path: Path) -> tuple[str, ...]:
+	"""The tokens of a token file: one a line, blank lines and ``#`` comments ignored.
+
+	Raises ValueError saying what is wrong: unreadable, not UTF-8, no token at all, or a line
+	that is not one token (whitespace inside: two tokens on a line, or a stray word).
+	"""
+	try:
+		text = path.read_text(encoding='utf-8')
+	except FileNotFoundError:
+		raise ValueError(f'{path} does not exist') from None
+	except UnicodeDecodeError:
+		raise ValueError(f'{path} is not UTF-8 text') from None
+	except OSError as exc:
+		raise ValueError(f'{path} cannot be read: {exc.strerror or exc}') from None
+	tokens = []
+	for number, raw in enumerate(text.splitlines(), 1):
+		line = raw.strip()
+		if not line or line.startswith('#'):
+			continue
+		if any(c.isspace() or not c.isprintable() for c in line):
+			raise ValueError(f'{path} line {number} is not one token (it has whitespace or control characters inside)')
+		tokens.append(line)
+	if not tokens:
+		raise ValueError(f'{path} has no token (an empty file would lock every client out)')
+	return tuple(dict.fromkeys(tokens))
+
+
+def file_identity(path: Path) -> tuple[int, int, int, int] | None:
+	"""What changes when a file is rewritten, in place or by rename: mtime, size, inode, ctime."""
+	try:
+		st = path.stat()
+	except OSError:
+		return None
+	return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+class TokenReloader:
+	"""Re-reads --auth-token-file on SIGHUP and when it changes (polled every ``interval`` s).
+
+	The tokens given by --auth-token / BROWSER_USE_MCP_AUTH_TOKENS stay; the file's are replaced
+	whole. A principal whose token is gone gets 401 from its next request, its sessions are
+	closed (its saved storage states stay, under its principal) and its dashboard logins end.
+	A file that cannot be read or parsed changes nothing: the tokens in use stay, and the log says why.
+	"""
+
+	def __init__(
+		self,
+		path: Path,
+		fixed: tuple[str, ...],
+		verifier: TokenPrincipals,
+		registry: SessionRegistry,
+		dashboard: Dashboard | None,
+		interval: float = 1.0,
+	) -> None:
+		self.path = path
+		self.fixed = fixed
+		self.verifier = verifier
+		self.registry = registry
+		self.dashboard = dashboard
+		self.interval = interval
+		self._seen = file_identity(path)
+		self._lock = asyncio.Lock()
+		self._tasks: set[asyncio.Task[Any]] = set()
+		self._start_principals = verifier.principals
+
+	def hangup(self) -> None:
+		"""The SIGHUP handler: reload now (in a task; signal handlers cannot await)."""
+		task = asyncio.get_running_loop().create_task(self.reload('SIGHUP'), name='reload-tokens')
+		self._tasks.add(task)
+		task.add_done_callback(self._tasks.discard)
+
+	async def watch(self) -> None:
+		while True:
+			await asyncio.sleep(self.interval)
+			seen = file_identity(self.path)
+			if seen != self._seen:
+				await self.reload('the file changed')
+
+	async def reload(self, why: str) -> None:
+		async with self._lock:
+			self._seen = file_identity(self.path)
+			try:
+				tokens = read_token_file(self.path)
+				check_tokens_of(tokens)
+			except ValueError as exc:
+				logger.warning('token file not reloaded (%s), keeping the %d token(s) in use: %s', why, len(self.verifier), exc)
+				return
+			hide(*tokens)
+			every = tuple(dict.fromkeys(self.fixed + tokens))
+			removed = self.verifier.replace(every)
+			self.registry.revoked = (self.registry.revoked | removed) - self.verifier.principals
+			# the persistent profile went to a lone principal's default session: once another principal
+			# is (or was) let in, no default session gets it again
+			if not self.verifier.principals <= self._start_principals:
+				self.registry.single_principal = False
+			short = sum(1 for t in every if len(t) < MIN_TOKEN_LENGTH)
+			if short:
+				logger.warning('%d auth token(s) are shorter than %d characters and could be guessed', short, MIN_TOKEN_LENGTH)
+			closed = 0
+			for principal in removed:
+				if self.dashboard is not None:
+					self.dashboard.forget(principal)
+				closed += await self.registry.close_all(principal, reason='its token was removed from the token file')
+			logger.warning(
+				'token file reloaded (%s): %d token(s) in use, %d principal(s) removed, %d of their session(s) closed',
+				why,
+				len(self.verifier),
+				len(removed),
+				closed,
+			)
+
+	async def close(self) -> None:
+		for task in list(self._tasks):
+			task.cancel()
+		await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 def principal_from_request(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -302,12 +450,26 @@ class LegacySse:
 			stream.cancel.cancel()
 
 
+def metrics_routes(metrics: Metrics, config: ServerConfig, verifier: TokenPrincipals | None) -> list[Route]:
+	"""/healthz, /readyz, /metrics: without a token on a loopback bind or with --metrics-public,
+	else behind the same tokens as /mcp (any token sees the whole server's figures)."""
+	principal_of = verifier.principal if verifier is not None else None
+	if not needs_token(config.host, verifier is not None, config.metrics_public):
+		principal_of = None
+	return metrics.routes(lambda handler: guarded(handler, loopback=is_loopback(config.host), principal_of=principal_of))
+
+
 def build_app(
-	server: Server[Any], config: ServerConfig, verifier: TokenPrincipals | None, dashboard: Dashboard | None = None
+	server: Server[Any],
+	config: ServerConfig,
+	verifier: TokenPrincipals | None,
+	dashboard: Dashboard | None = None,
+	metrics: Metrics | None = None,
 ) -> Starlette:
 	"""The ASGI app: the SDK's Streamable HTTP endpoint at /mcp and its legacy HTTP+SSE one at
-	/sse and /messages/, one ``Server`` behind both, behind bearer auth if configured; and the
-	dashboard at /dashboard (it checks the same tokens itself, and also takes a sign-in cookie).
+	/sse and /messages/, one ``Server`` behind both, behind bearer auth if configured; the
+	dashboard at /dashboard (it checks the same tokens itself, and also takes a sign-in cookie);
+	and /healthz, /readyz, /metrics (``metrics_routes``).
 
 	Setting the SDK's ``AuthenticatedUser`` on each request also makes the SDK bind every
 	handshake-era transport session and every SSE session to the principal that opened it.
@@ -354,6 +516,7 @@ def build_app(
 		Route(SSE_PATH, endpoint=protect(legacy.stream)),
 		Route(MESSAGES_PATH, endpoint=protect(legacy.transport.handle_post_message)),
 		*(dashboard.routes() if dashboard is not None else []),
+		*(metrics_routes(metrics, config, verifier) if metrics is not None else []),
 	]
 	app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 	app.state.legacy_sse = legacy
@@ -413,6 +576,8 @@ def _uvicorn_server(app: Starlette, config: ServerConfig, guard: ConnectionGuard
 async def serve_http(config: ServerConfig) -> None:
 	"""Serve MCP over HTTP (Streamable HTTP, and legacy HTTP+SSE) until SIGTERM/SIGINT, then
 	close every browser."""
+	fixed_tokens = config.auth_tokens
+	config = with_token_file(config)
 	check_exposure(config)
 	check_tokens(config)
 	hide(*config.auth_tokens)  # no log line carries one verbatim, whoever logs it
@@ -427,34 +592,51 @@ async def serve_http(config: ServerConfig) -> None:
 	uv: Any = None
 	legacy: LegacySse | None = None
 	serving: asyncio.Task[None] | None = None
+	reloader: TokenReloader | None = None
+	watching: asyncio.Task[None] | None = None
 	try:
 		registry.begin()
 		telemetry.started()
 		principal_of: PrincipalOf = principal_from_request if verifier else (lambda _ctx: LOCAL_PRINCIPAL)
-		server = build_server(Catalog(registry), principal_of=principal_of, telemetry=telemetry)
+		metrics = Metrics(registry)
+		server = build_server(Catalog(registry), principal_of=principal_of, telemetry=telemetry, metrics=metrics)
 		dashboard = Dashboard(
 			registry,
 			verifier.principal if verifier else None,
 			loopback=is_loopback(config.host),
 			takeover_timeout=config.takeover_timeout,
 		)
-		app = build_app(server, config, verifier, dashboard)
+		app = build_app(server, config, verifier, dashboard, metrics)
 		legacy = app.state.legacy_sse
+		if config.auth_token_file is not None and verifier is not None:
+			reloader = TokenReloader(
+				config.auth_token_file, fixed_tokens, verifier, registry, dashboard, interval=config.token_file_poll
+			)
+			if config.token_file_poll > 0:
+				watching = asyncio.create_task(reloader.watch(), name='watch-token-file')
 		uv = _uvicorn_server(app, config, connection_guard(config))
 		serving = asyncio.create_task(uv.serve(sockets=[sock]), name='http-server')
 		bare = config.host.strip('[]')
 		host = f'[{bare}]' if ':' in bare else bare
 		auth = f'{len(verifier)} token(s)' if verifier else 'no authentication'
-		print(
+		if reloader is not None:
+			auth += f', reloaded from {config.auth_token_file} on SIGHUP or change'
+		announce(
 			f'browser-use-mcp: serving MCP at http://{host}:{config.port}{MCP_PATH} (legacy HTTP+SSE at {SSE_PATH}; '
-			f'dashboard at {DASHBOARD_PATH}; {auth})',
-			file=sys.stderr,
-			flush=True,
+			f'dashboard at {DASHBOARD_PATH}; /healthz, /readyz, /metrics; {auth})'
 		)
 		# run_until_stopped cancels what it is given; the shield keeps that cancel from tearing
 		# uvicorn down mid-response, so it can be stopped in order below.
-		await run_until_stopped(asyncio.shield(serving), registry, config.shutdown_grace)
+		await run_until_stopped(
+			asyncio.shield(serving), registry, config.shutdown_grace, on_hangup=reloader.hangup if reloader else None
+		)
 	finally:
+		if watching is not None:
+			watching.cancel()
+			with contextlib.suppress(asyncio.CancelledError):
+				await watching
+		if reloader is not None:
+			await reloader.close()
 		await registry.shutdown()
 		if serving is not None:
 			# An SSE stream lasts until its client leaves: end them, or uvicorn would wait on them.
@@ -485,19 +667,26 @@ async def stop_uvicorn(uv: Any, serving: asyncio.Task[Any]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def standalone_dashboard(config: ServerConfig, registry: SessionRegistry) -> AsyncIterator[None]:
-	"""With stdio, ``--dashboard-port N``: the dashboard alone on 127.0.0.1:N, for the one local
-	principal, served while the block runs. Loopback only: stdio has no tokens to check."""
+async def standalone_dashboard(
+	config: ServerConfig, registry: SessionRegistry, metrics: Metrics | None = None
+) -> AsyncIterator[None]:
+	"""With stdio, ``--dashboard-port N``: the dashboard on 127.0.0.1:N, for the one local
+	principal, with /healthz, /readyz and /metrics beside it, served while the block runs.
+	Loopback only: stdio has no tokens to check."""
 	if not config.dashboard_port:
 		yield
 		return
 	sock = bind_socket('127.0.0.1', config.dashboard_port)
 	dashboard = Dashboard(registry, None, loopback=True, takeover_timeout=config.takeover_timeout)
 	middleware = [Middleware(HideToken), Middleware(BodyLimit, limit_for=lambda _path: DASHBOARD_MAX_BODY)]
-	app = Starlette(routes=dashboard.routes(), middleware=middleware)
+	health = metrics.routes(lambda handler: guarded(handler, loopback=True, principal_of=None)) if metrics is not None else []
+	app = Starlette(routes=[*dashboard.routes(), *health], middleware=middleware)
 	uv = _uvicorn_server(app, config, connection_guard(config))
 	serving = asyncio.create_task(uv.serve(sockets=[sock]), name='dashboard-server')
-	print(f'browser-use-mcp: dashboard at http://127.0.0.1:{config.dashboard_port}{DASHBOARD_PATH}', file=sys.stderr, flush=True)
+	announce(
+		f'browser-use-mcp: dashboard at http://127.0.0.1:{config.dashboard_port}{DASHBOARD_PATH} '
+		'(and /healthz, /readyz, /metrics)'
+	)
 	try:
 		yield
 	finally:

@@ -10,9 +10,13 @@ tokens and ``?token=`` in any line, which ``Redact`` masks; and the server's own
 
 from __future__ import annotations
 
+import contextvars
+import json
 import logging
 import re
 import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from browser_use_mcp.sessions import current_session
 
@@ -61,9 +65,30 @@ class Redact(logging.Filter):
 		return True
 
 
+@dataclass
+class CallTag:
+	"""The tool call a log line belongs to. ``active`` turns false when the call ends: a task the
+	call started (browser-use's watchdogs) inherits the tag, but its later lines are not the call's."""
+
+	principal: str
+	tool: str
+	active: bool = True
+
+
+current_call: contextvars.ContextVar[CallTag | None] = contextvars.ContextVar('browser_use_mcp_call', default=None)
+
+
 class SessionTag(logging.Filter):
+	"""Puts the session (``-`` for none) and, during a tool call, its principal and tool on the record."""
+
 	def filter(self, record: logging.LogRecord) -> bool:
 		record.session = current_session.get()
+		call = current_call.get()
+		if call is not None and call.active:
+			if not hasattr(record, 'principal'):
+				record.principal = call.principal
+			if not hasattr(record, 'tool'):
+				record.tool = call.tool
 		return True
 
 
@@ -80,9 +105,55 @@ class SessionFormatter(logging.Formatter):
 		return '\n'.join([first, *(prefix + line for line in rest)])
 
 
-def setup_logging(level: str = 'warning') -> None:
+class JsonFormatter(logging.Formatter):
+	"""One JSON object per line: time (UTC, ISO 8601), level, logger, message, and where known
+	session_id, principal (the token's digest label, never the token), tool and duration_ms; a
+	traceback as ``exception``. The ``Redact`` filter has masked secrets in the message and the
+	traceback before this runs; the other fields are ours and carry none."""
+
+	def format(self, record: logging.LogRecord) -> str:
+		entry: dict[str, object] = {
+			'time': datetime.fromtimestamp(record.created, UTC).isoformat(timespec='milliseconds').replace('+00:00', 'Z'),
+			'level': record.levelname.lower(),
+			'logger': record.name,
+			'message': record.getMessage(),
+		}
+		session = getattr(record, 'session', '-')
+		if session not in (None, '-'):
+			entry['session_id'] = session
+		for key in ('principal', 'tool', 'duration_ms', 'outcome'):
+			value = getattr(record, key, None)
+			if value is not None:
+				entry[key] = value
+		if record.exc_info and not record.exc_text:
+			record.exc_text = redact(self.formatException(record.exc_info))
+		if record.exc_text:
+			entry['exception'] = record.exc_text
+		if record.stack_info:
+			entry['stack'] = redact(self.formatStack(record.stack_info))
+		return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+_format = 'text'
+
+
+def announce(text: str, level: str = 'info') -> None:
+	"""A line the operator must see whatever the log level (the address served, a fatal start-up
+	problem), on stderr: as is, or with ``--log-format json`` as a JSON object like every log line."""
+	if _format == 'json':
+		now = datetime.now(UTC).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+		text = json.dumps({'time': now, 'level': level, 'logger': 'browser_use_mcp', 'message': redact(text)}, ensure_ascii=False)
+	print(text, file=sys.stderr, flush=True)
+
+
+def setup_logging(level: str = 'warning', fmt: str = 'text') -> None:
+	"""Log to stderr at ``level``; ``fmt`` is ``text`` (session-tagged lines) or ``json``."""
+	global _format
+	_format = fmt
+	if fmt == 'json':  # Python's warnings too, or they would be the one kind of line that is not JSON
+		logging.captureWarnings(True)
 	handler = logging.StreamHandler(sys.stderr)
-	handler.setFormatter(SessionFormatter(FORMAT))
+	handler.setFormatter(JsonFormatter() if fmt == 'json' else SessionFormatter(FORMAT))
 	handler.addFilter(SessionTag())
 	handler.addFilter(Redact())
 	root = logging.getLogger()

@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
 from mcp.server import Server
@@ -25,9 +25,13 @@ from browser_use_mcp import __version__
 from browser_use_mcp.catalog import Catalog, ToolInfo
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.errors import ToolError
+from browser_use_mcp.logs import CallTag, current_call
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry, current_session
 from browser_use_mcp.telemetry import Telemetry
 from browser_use_mcp.tools.base import Call, Reply
+
+if TYPE_CHECKING:
+	from browser_use_mcp.metrics import Metrics
 
 logger = logging.getLogger('browser_use_mcp.server')
 
@@ -88,8 +92,11 @@ def build_server(
 	catalog: Catalog,
 	principal_of: PrincipalOf = lambda _ctx: LOCAL_PRINCIPAL,
 	telemetry: Telemetry | None = None,
+	metrics: Metrics | None = None,
 ) -> Server[Any]:
 	tool_list = [advertised(info) for info in catalog.list()]
+	if metrics is not None:
+		metrics.tools = frozenset(info.name for info in catalog.list())
 
 	async def list_tools(
 		ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -107,24 +114,42 @@ def build_server(
 
 		call = Call(principal=principal_of(ctx), progress=progress)
 		error: str | None = None
+		outcome = 'cancelled'  # unless it ends otherwise: a cancel is the one way out that is not a return
 		tag = current_session.set(session_tag(catalog, params.name, params.arguments))
+		call_tag = CallTag(call.principal, params.name)
+		call_token = current_call.set(call_tag)
 		try:
 			reply = await catalog.call(params.name, params.arguments, call)
+			outcome = 'ok'
 			return to_result(reply)
 		except ToolError as exc:
 			error = exc.message
+			outcome = 'error'
 			return error_result(exc.message)
 		except Exception as exc:  # a bug or an unexpected browser failure: report, keep serving
 			logger.exception('tool %s failed unexpectedly', params.name)
 			error = f'{type(exc).__name__}: {exc}'
+			outcome = 'error'
 			return error_result(
 				f'{params.name} failed unexpectedly: {type(exc).__name__}: {str(exc)[:500]}. The session is still open; '
 				'call browser_get_state to see where it is, then retry or try another approach.'
 			)
 		finally:
+			elapsed = time.monotonic() - started
+			if metrics is not None:
+				metrics.call_ended(params.name, outcome, elapsed)
+			logger.info(
+				'tool %s: %s in %.0f ms',
+				params.name,
+				outcome,
+				elapsed * 1000,
+				extra={'duration_ms': round(elapsed * 1000, 1), 'outcome': outcome},
+			)
+			call_tag.active = False
+			current_call.reset(call_token)
 			current_session.reset(tag)
 			if telemetry is not None:
-				telemetry.tool_call(params.name, time.monotonic() - started, error)
+				telemetry.tool_call(params.name, elapsed, error)
 
 	return Server(
 		'browser-use-mcp',
@@ -135,13 +160,16 @@ def build_server(
 	)
 
 
-async def run_until_stopped(serve: Awaitable[Any], registry: SessionRegistry, grace: float) -> None:
-	"""Serve until the transport ends or SIGTERM/SIGINT arrives, then close every session."""
+async def run_until_stopped(
+	serve: Awaitable[Any], registry: SessionRegistry, grace: float, on_hangup: Callable[[], None] | None = None
+) -> None:
+	"""Serve until the transport ends or SIGTERM/SIGINT arrives, then close every session.
+	SIGHUP stops the server too, unless ``on_hangup`` is given (HTTP with a token file: reload)."""
 	loop = asyncio.get_running_loop()
 	stop = asyncio.Event()
 	for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 		with contextlib.suppress(NotImplementedError, RuntimeError):
-			loop.add_signal_handler(sig, stop.set)
+			loop.add_signal_handler(sig, on_hangup if sig == signal.SIGHUP and on_hangup is not None else stop.set)
 	serving = asyncio.ensure_future(serve)
 	stopping = asyncio.ensure_future(stop.wait())
 	try:
@@ -172,15 +200,18 @@ async def serve_stdio(config: ServerConfig) -> None:
 	from mcp.server.stdio import stdio_server
 
 	registry = SessionRegistry(config)
-	dashboard = contextlib.nullcontext()
-	if config.dashboard_port:
-		from browser_use_mcp.http import standalone_dashboard
-
-		dashboard = standalone_dashboard(config, registry)
+	dashboard: Any = contextlib.nullcontext()
 	registry.begin()
 	telemetry = Telemetry(config)
 	telemetry.started()
-	server = build_server(Catalog(registry), telemetry=telemetry)
+	metrics = None
+	if config.dashboard_port:  # served beside the dashboard (health and metrics on the same port)
+		from browser_use_mcp.http import standalone_dashboard
+		from browser_use_mcp.metrics import Metrics
+
+		metrics = Metrics(registry)
+		dashboard = standalone_dashboard(config, registry, metrics)
+	server = build_server(Catalog(registry), telemetry=telemetry, metrics=metrics)
 	try:
 		async with dashboard, stdio_server() as (read_stream, write_stream):
 			await run_until_stopped(

@@ -27,6 +27,7 @@ from uuid_extensions import uuid7str
 
 from browser_use_mcp import egress, patches, urls
 from browser_use_mcp import tasks as task_scopes
+from browser_use_mcp.admission import CallSlots, Notify, QueueTimeout, SessionSlots, Waiter, wait_for_grant
 from browser_use_mcp.browser import (
 	Owner,
 	SessionDirs,
@@ -247,6 +248,9 @@ class SessionRegistry:
 		self._background: set[asyncio.Task[Any]] = set()
 		self._shutting_down = False
 		self.single_principal = len(config.auth_tokens) <= 1
+		self.slots = SessionSlots(config.max_sessions, config.max_sessions_per_principal, self._held)
+		self.call_slots = CallSlots(config.max_calls_per_principal)
+		self.revoked: set[str] = set()  # principals whose token was removed: no new session (a call already past auth)
 		self._sidecar: Any = None
 		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
 		self._starting: asyncio.Task[None] | None = None
@@ -328,6 +332,7 @@ class SessionRegistry:
 			headless=config.headless,
 			user_args=config.chromium_args,
 			use_extensions=bool(config.browser_profile.get('enable_default_extensions', False)),
+			configured=config.executable_path,
 		)
 		self.default_provider = self.provider = process
 		self.egress = egress.gate_for(config)
@@ -369,6 +374,7 @@ class SessionRegistry:
 	async def shutdown(self) -> None:
 		"""Close every session and remove our state dir. Idempotent; never raises."""
 		self._shutting_down = True
+		self.slots.close(SessionClosed('The server is shutting down; no new sessions can be created.'))
 		if self._starting is not None and not self._starting.done():
 			self._starting.cancel()
 			with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -410,6 +416,37 @@ class SessionRegistry:
 			except OSError as exc:
 				logger.warning('could not start the cleanup sidecar (%s); relying on the start-up sweep', exc)
 		configure_launch(self.config.parent_death_signal and parent_death_signal_supported(), self._sidecar)
+
+	# -- health ------------------------------------------------------------------------------
+
+	def providers(self) -> list[BrowserProvider]:
+		"""Where sessions' browsers come from (named and default sessions), once each."""
+		return list(dict.fromkeys(p for p in (self.provider, self.default_provider) if p is not None))
+
+	def pending(self) -> list[tuple[str, str]]:
+		"""(principal, session id) of the sessions being created now."""
+		return list(self._creating)
+
+	async def not_ready(self) -> str | None:
+		"""Why a new session could not be served now (None: it could), without launching anything:
+		start-up (browser-use, the patches, the sweep) not done or failed, shutting down, or a
+		provider that knows it cannot make a browser (no Chromium, the last launch failed, the Grid
+		does not answer)."""
+		if self._shutting_down:
+			return 'the server is shutting down'
+		starting = self._starting
+		if starting is None or not starting.done():
+			return 'starting: loading browser-use'
+		if starting.cancelled():
+			return 'the server is shutting down'
+		if starting.exception() is not None:
+			exc = starting.exception()
+			return f'the server could not prepare its browsers: {type(exc).__name__}: {exc}'
+		for provider in self.providers():
+			problem = await provider.problem()
+			if problem:
+				return problem
+		return None
 
 	# -- lookup ------------------------------------------------------------------------------
 
@@ -454,8 +491,63 @@ class SessionRegistry:
 	def count(self) -> int:
 		return len(self._sessions) + len(self._creating)
 
+	def _held(self, principal: str | None) -> int:
+		"""Sessions open or being created, a principal's or everyone's."""
+		if principal is None:
+			return self.count
+		return sum(1 for k in self._sessions if k[0] == principal) + sum(1 for k in self._creating if k[0] == principal)
+
+	def _slot_freed(self) -> None:
+		self.slots.admit()
+
+	async def _wait_for_slot(self, principal: str, sid: str, waiting: Notify | None) -> None:
+		"""Queue for a session slot; return holding one (reserved), or raise after --queue-timeout."""
+		timeout = self.config.queue_wait
+		if timeout <= 0:
+			raise self._limit_error(principal, sid)
+		waiter = self.slots.enqueue(principal)
+		try:
+			await wait_for_grant(
+				waiter,
+				timeout,
+				waiting,
+				lambda: f'Waiting for a session slot for {sid!r}: {self.slots.describe(waiter)}.',
+				lambda: self._queue_timeout(waiter, sid, timeout),
+			)
+			waiter.future.result()  # the server shutting down fails every waiter
+		except BaseException:
+			self.slots.withdraw(waiter)
+			raise
+
+	def _queue_timeout(self, waiter: Waiter, sid: str, timeout: float) -> Exception:
+		return QueueTimeout(
+			f'Cannot create session {sid!r} yet: {self.slots.describe(waiter)}; no slot freed within {timeout:g} s '
+			'(--queue-timeout). This is temporary: retry later, or close a session you no longer need with '
+			'browser_close_session (browser_list_sessions shows yours).'
+		)
+
+	def _limit_error(self, principal: str, sid: str) -> Exception:
+		"""No queueing (--queue-timeout 0, stdio's default): refused at once, as before queues."""
+		if self.slots.principal_full(principal):
+			return SessionLimitReached(
+				f'Cannot create session {sid!r}: you hold {self.slots.held(principal)} sessions, your limit '
+				f'(--max-sessions-per-principal {self.config.max_sessions_per_principal}). Close one you no longer need '
+				'with browser_close_session (browser_list_sessions shows yours), then retry.'
+			)
+		held = f'already holds {self.count} sessions, its limit' if self.single_principal else 'is at its session limit'
+		return SessionLimitReached(
+			f'Cannot create session {sid!r}: the server {held} (--max-sessions {self.config.max_sessions}). '
+			'Close one you no longer need with browser_close_session (browser_list_sessions shows yours), then retry.'
+		)
+
 	async def resolve(
-		self, principal: str, session_id: str | None, *, create: bool = True, options: SessionOptions | None = None
+		self,
+		principal: str,
+		session_id: str | None,
+		*,
+		create: bool = True,
+		options: SessionOptions | None = None,
+		waiting: Notify | None = None,
 	) -> SessionState:
 		"""The live session for this id; created on first use (with ``options``, if it is created
 		by this call); SessionLost once after a loss."""
@@ -483,23 +575,27 @@ class SessionRegistry:
 			if task is None:
 				if self._shutting_down:
 					raise SessionClosed('The server is shutting down; no new sessions can be created.')
-				if self.count >= self.config.max_sessions:
-					held = (
-						f'already holds {self.count} sessions, its limit' if self.single_principal else 'is at its session limit'
-					)
-					raise SessionLimitReached(
-						f'Cannot create session {sid!r}: the server {held} (--max-sessions {self.config.max_sessions}). '
-						'Close one you no longer need with browser_close_session (browser_list_sessions shows yours), then retry.'
-					)
+				if principal in self.revoked:
+					raise SessionClosed("This client's token was revoked; no new sessions can be created with it.")
+				if not self.slots.try_now(principal):
+					await self._wait_for_slot(principal, sid, waiting)
+					if key in self._sessions or key in self._creating or key in self._closing or self._shutting_down:
+						self.slots.give_back(principal)  # another call made (or is closing) this id meanwhile
+						continue
 				task = asyncio.create_task(
 					self._create(principal, sid, options), name=f'create-session-{sid[:40]}', context=tagged(sid)
 				)
 				self._creating[key] = task
-				task.add_done_callback(lambda _t, k=key: self._creating.pop(k, None))
+				self.slots.taken(principal)  # counted as being created from now on
+				task.add_done_callback(lambda _t, k=key: self._creation_done(k))
 			return await asyncio.shield(task)
 
+	def _creation_done(self, key: tuple[str, str]) -> None:
+		self._creating.pop(key, None)
+		self._slot_freed()  # a failed creation frees its slot (a made one moved to _sessions)
+
 	async def create(
-		self, principal: str, session_id: str | None, options: SessionOptions | None = None
+		self, principal: str, session_id: str | None, options: SessionOptions | None = None, waiting: Notify | None = None
 	) -> tuple[SessionState, bool]:
 		"""For browser_create_session: (state, created_now). Options are for a new session only:
 		with options, an id that is already open is refused rather than returned unchanged."""
@@ -514,7 +610,7 @@ class SessionRegistry:
 			provider.check_options(options)  # before anything is made
 			self._refuse_existing(principal, sid)
 		existed = self.exists(principal, sid)
-		state = await self.resolve(principal, sid, options=options)
+		state = await self.resolve(principal, sid, options=options, waiting=waiting)
 		if options is not None and state.options is not options:
 			raise self._existing_error(sid)  # another call created it first, without these options
 		return state, not existed
@@ -541,12 +637,28 @@ class SessionRegistry:
 		create: bool = True,
 		on_hold: Callable[[SessionState], Awaitable[None]] | None = None,
 		deadline: float = WEDGED_AFTER,
+		waiting: Notify | None = None,
 	) -> tuple[SessionState, T]:
 		"""Run ``fn`` on the session under its lock; a close of the session cancels it. ``on_hold`` is
 		awaited (then every HOLD_NOTICE s) while the call waits for a person driving it from the dashboard.
 		``deadline``: when the call should be over (``fn`` keeps it); past it, plus a grace, the session
-		counts as idle again, so a wedged call cannot keep it from expiring."""
-		state = await self.resolve(principal, session_id, create=create)
+		counts as idle again, so a wedged call cannot keep it from expiring. ``waiting`` is told why
+		while the call queues for a call slot (--max-calls-per-principal) or a session slot."""
+		async with self.call_slots.slot(principal, self.config.queue_wait, waiting):
+			return await self._run(principal, session_id, fn, create=create, on_hold=on_hold, deadline=deadline, waiting=waiting)
+
+	async def _run(
+		self,
+		principal: str,
+		session_id: str | None,
+		fn: Callable[[SessionState], Awaitable[T]],
+		*,
+		create: bool,
+		on_hold: Callable[[SessionState], Awaitable[None]] | None,
+		deadline: float,
+		waiting: Notify | None,
+	) -> tuple[SessionState, T]:
+		state = await self.resolve(principal, session_id, create=create, waiting=waiting)
 		async with self._locked(state, on_hold):
 			if state.closed_reason is not None:
 				raise SessionClosed(
@@ -555,7 +667,9 @@ class SessionRegistry:
 				)
 			if not state.browser.alive():
 				await self._lose(state, 'crashed', state.browser.death_detail())
-				return await self.run(principal, session_id, fn, create=create, on_hold=on_hold, deadline=deadline)
+				return await self._run(
+					principal, session_id, fn, create=create, on_hold=on_hold, deadline=deadline, waiting=waiting
+				)
 			state.busy += 1
 			state.touch()
 			state.busy_until = state.last_activity + deadline + CANCEL_GRACE
@@ -681,6 +795,7 @@ class SessionRegistry:
 		key = state.key
 		if self._sessions.get(key) is state:
 			del self._sessions[key]
+			self._slot_freed()
 		if state.closed_reason is None:
 			state.closed_reason = reason
 		pending = self._closing.get(key)

@@ -159,6 +159,11 @@ class Dashboard:
 			self._logins.popitem(last=False)
 		return login_id
 
+	def forget(self, principal: str) -> None:
+		"""End every login of ``principal`` (its token was revoked)."""
+		for login_id in [k for k, v in self._logins.items() if v.principal == principal]:
+			del self._logins[login_id]
+
 	def principal(self, request: Request) -> tuple[str | None, Login | None, str | None]:
 		"""(principal, login, login id) of a request; principal None: not authenticated."""
 		header = request.headers.get('authorization', '')

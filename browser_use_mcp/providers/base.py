@@ -221,6 +221,11 @@ class BrowserProvider(ABC):
 		except ValueError as exc:
 			raise BrowserStartFailed(f'Could not set up the egress policy: {exc}') from None
 
+	async def problem(self) -> str | None:
+		"""Why this provider could not make a browser now, as far as it knows without making one
+		(None: nothing known against it); for /readyz, which caches it. Never launches anything."""
+		return None
+
 	async def shutdown(self) -> None:  # noqa: B027 - most providers hold nothing beyond their sessions
 		"""Release whatever the provider holds beyond its sessions' browsers (shared processes)."""
 

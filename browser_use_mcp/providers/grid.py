@@ -46,6 +46,7 @@ HEARTBEAT = 1.0  # s between WebDriver heartbeats of a session
 HEARTBEAT_STRIKES = 3  # heartbeats in a row the Grid does not answer before its sessions count as lost
 DOWNLOAD_SYNC_EVERY = 2  # heartbeats between two copies of a session's finished downloads
 REQUEST_TIMEOUT = 10.0  # s for any Grid request but new-session
+STATUS_PROBE_TIMEOUT = 2.0  # s a readiness probe waits for the Grid's /status
 
 # flags that name paths or ports on this machine, meaningless (or harmful) on a node
 LOCAL_ONLY_FLAGS = (
@@ -386,6 +387,7 @@ class GridProvider(BrowserProvider):
 		self.create_timeout = create_timeout
 		self.heartbeat = heartbeat
 		self.endpoints: set[GridEndpoint] = set()
+		self.waiting = 0  # new-session requests waiting for a slot (the Grid queues them)
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> GridEndpoint:
 		caps = grid_capabilities(chromium_args(profile, user_args=self.user_args), self.capabilities)
@@ -393,6 +395,7 @@ class GridProvider(BrowserProvider):
 		if plan.problem:  # no node could ever take it: the Grid would queue it until the timeout
 			raise BrowserStartFailed(plan.problem)
 		request = self.client.call('POST', '/session', {'capabilities': {'alwaysMatch': plan.caps}}, timeout=None)
+		self.waiting += 1
 		try:
 			# giving up closes the connection, which takes the request out of the Grid's queue
 			value = await asyncio.wait_for(request, self.create_timeout)
@@ -400,6 +403,8 @@ class GridProvider(BrowserProvider):
 			raise BrowserStartFailed(await self._capacity_message(plan.caps)) from None
 		except GridError as exc:
 			raise BrowserStartFailed(self._refusal_message(exc)) from None
+		finally:
+			self.waiting -= 1
 		session_id = value['sessionId']
 		returned = value.get('capabilities') or {}
 		cdp_url = returned.get('se:cdp')
@@ -478,6 +483,16 @@ class GridProvider(BrowserProvider):
 			f'The Selenium Grid at {self.client.url} refused to create a browser: {exc}. Check that it has a '
 			'Chrome/Chromium node matching --grid-capabilities (run `browser-use-mcp doctor`).'
 		)
+
+	async def problem(self) -> str | None:
+		try:
+			status = await self.client.call('GET', '/status', timeout=STATUS_PROBE_TIMEOUT)
+		except GridError as exc:
+			return f'the Selenium Grid at {self.client.url} does not answer: {exc}'
+		if not isinstance(status, dict) or not status.get('ready'):
+			message = status.get('message', '') if isinstance(status, dict) else ''
+			return f'the Selenium Grid at {self.client.url} is not ready' + (f': {message}' if message else '')
+		return None
 
 	async def shutdown(self) -> None:
 		for endpoint in list(self.endpoints):

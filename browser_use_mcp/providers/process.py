@@ -3,6 +3,7 @@ session a persistent profile (the default session's)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from browser_use_mcp import egress
@@ -14,17 +15,16 @@ from browser_use_mcp.browser import (
 	chromium_args,
 )
 from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.install import missing_browser_message
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
 from browser_use_mcp.providers.cdp_client import CdpConnection
 from browser_use_mcp.providers.cdp_proxy import ContextRouter, PassthroughLink
 from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import outside_scopes
 
-NO_CHROMIUM = (
-	'No Chromium or Chrome was found. Install it (Debian/Ubuntu: apt-get install chromium) or set '
-	'BROWSER_USE_MCP_CHROMIUM to the browser binary, then retry.'
-)
-
+# s a failed launch keeps /readyz at 503 unless a launch succeeds first: long enough for a probe
+# to see it, short enough that a server nobody sends traffic to (because it is not ready) recovers
+LAUNCH_FAILURE_MEMORY = 60.0
 
 class ProcessEndpoint(Endpoint):
 	def __init__(self, chromium: ChromiumProcess, router: ContextRouter) -> None:
@@ -62,13 +62,16 @@ class ProcessProvider(BrowserProvider):
 		headless: bool,
 		user_args: tuple[str, ...] = (),
 		use_extensions: bool = False,
+		configured: str | None = None,
 	) -> None:
 		super().__init__(profile_base=profile_base, headless=headless)
 		self.executable = executable
+		self.configured = configured  # the path the user gave, for the error when it is missing
 		self.owner = owner
 		self.user_args = user_args
 		self.use_extensions = use_extensions
 		self.router = ContextRouter()
+		self.last_failure: tuple[float, str] | None = None  # (monotonic time, why) of the latest launch, if it failed
 
 	async def endpoint(self, dirs: SessionDirs, profile: Any, options: SessionOptions | None = None) -> ProcessEndpoint:
 		with outside_scopes():  # the endpoint server outlives this session
@@ -81,8 +84,22 @@ class ProcessProvider(BrowserProvider):
 	async def launch(self, dirs: SessionDirs, profile: Any) -> ChromiumProcess:
 		"""A Chromium of ours on ``dirs``: our flags, the user's, the owner marker (shared ones too)."""
 		if not self.executable:
-			raise BrowserStartFailed(NO_CHROMIUM)
+			raise BrowserStartFailed(missing_browser_message(self.configured))
 		args = chromium_args(profile, user_args=egress.launch_args(self.user_args, profile))  # a door wins
 		if self.use_extensions:
 			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
-		return await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner)
+		try:
+			chromium = await ChromiumProcess.launch(self.executable, args, dirs.profile, self.owner)
+		except BrowserStartFailed as exc:
+			self.last_failure = (time.monotonic(), exc.message)
+			raise
+		self.last_failure = None
+		return chromium
+
+	async def problem(self) -> str | None:
+		if not self.executable:
+			return missing_browser_message(self.configured)
+		failure = self.last_failure
+		if failure is not None and time.monotonic() - failure[0] < LAUNCH_FAILURE_MEMORY:
+			return f'the last Chromium launch failed: {failure[1]}'
+		return None

@@ -40,6 +40,7 @@ from browser_use_mcp.tasks import outside_scopes
 logger = logging.getLogger('browser_use_mcp.providers.shared')
 
 EMPTY_SHARD_GRACE = 30.0  # s an empty shard stays up for the next session before it is closed
+ATTACH_PROBE_TIMEOUT = 2.0  # s a readiness probe waits for the attached browser's /json/version
 
 
 class Shard:
@@ -262,6 +263,15 @@ class SharedProvider(BrowserProvider):
 		task = asyncio.get_running_loop().create_task(coro)
 		self._retiring.add(task)
 		task.add_done_callback(self._retiring.discard)
+
+	async def problem(self) -> str | None:
+		if self.attach_url is not None:  # the browser someone else runs: does it still answer?
+			try:
+				await asyncio.to_thread(browser_ws_url, self.attach_url, ATTACH_PROBE_TIMEOUT)
+			except BrowserStartFailed as exc:
+				return exc.message
+			return None
+		return await self.launcher.problem()
 
 	async def shutdown(self) -> None:
 		for task in list(self._retiring):

@@ -116,7 +116,9 @@ async def browser_create_session(registry: SessionRegistry, args: CreateArgs, ca
 		initial = await _storage_state_arg(registry, call.principal, args.storage_state)
 		if args.session_id is not None and registry.exists(call.principal, registry.normalize_id(args.session_id)):
 			raise _already_open(args.session_id, 'storage_state applies to a new session only')
-	state, created = await registry.create(call.principal, args.session_id, options_of(args))
+	from browser_use_mcp.catalog import queued_notice
+
+	state, created = await registry.create(call.principal, args.session_id, options_of(args), waiting=queued_notice(call))
 	notes = state.take_notes()
 	if initial is not None:
 		if not created:  # opened by another call meanwhile: never overwrite its state
