@@ -144,6 +144,7 @@ class Recorder:
 	requests_dropped: int = 0
 	watching: Any = None  # the BrowserSession hooked
 	tabs: Any = None  # session_id -> target_id (browser-use's session manager)
+	tasks: set[asyncio.Task[None]] = field(default_factory=set)  # enabling the domains on tabs, in the background
 	speakers: dict[tuple[str, str], str] = field(default_factory=dict)  # (domain, target_id) -> the CDP session recorded for it
 
 	def target(self, session_id: str | None) -> str | None:
@@ -294,20 +295,38 @@ def recorder(state: SessionState) -> Recorder:
 	return found
 
 
+ENABLE_TIMEOUT = 5.0  # s: a hung tab never answers; its recording is given up, nothing waits on it
+
+
 async def _enable(client: Any, session_id: str) -> None:
 	"""Runtime and Log on one tab (Network: browser-use enables it on pages; on iframes too, here)."""
 	try:
-		await asyncio.gather(
-			client.send_raw('Runtime.enable', {}, session_id),
-			client.send_raw('Log.enable', {}, session_id),
-			client.send_raw('Network.enable', {}, session_id),
+		await asyncio.wait_for(
+			asyncio.gather(
+				client.send_raw('Runtime.enable', {}, session_id),
+				client.send_raw('Log.enable', {}, session_id),
+				client.send_raw('Network.enable', {}, session_id),
+			),
+			ENABLE_TIMEOUT,
 		)
-	except Exception as exc:  # e.g. the tab closed meanwhile
-		logger.debug('console and network are not recorded for a tab: %s', str(exc)[:200])
+	except (Exception, TimeoutError) as exc:  # e.g. the tab closed meanwhile, or hangs
+		logger.debug('console and network are not recorded for a tab: %s', str(exc)[:200] or type(exc).__name__)
 
 
-async def watch(state: SessionState) -> None:
-	"""Record the console and the network of every tab of the session, once per browser."""
+async def _enable_open_tabs(bs: Any, client: Any) -> None:
+	"""The tabs open when recording starts (later ones are enabled as they attach)."""
+	for target in bs.session_manager.get_all_page_targets():
+		try:
+			cdp = await asyncio.wait_for(bs.get_or_create_cdp_session(target.target_id, focus=False), ENABLE_TIMEOUT)
+		except (Exception, TimeoutError) as exc:
+			logger.debug('console and network are not recorded for tab %s: %s', target.target_id[-4:], str(exc)[:200])
+			continue
+		await _enable(client, cdp.session_id)
+
+
+def watch(state: SessionState) -> None:
+	"""Record the console and the network of every tab of the session, once per browser. Never waits
+	on the browser (a call's deadline starts after this): the domains are enabled in the background."""
 	bs = state.browser_session
 	rec = recorder(state)
 	if rec.watching is bs:
@@ -315,7 +334,7 @@ async def watch(state: SessionState) -> None:
 	rec.watching = bs
 	rec.tabs = getattr(bs, 'session_manager', None)
 	root = internals.root_cdp_client(bs)
-	pending: set[asyncio.Task[None]] = set()
+	pending = rec.tasks
 
 	def guarded(method: str, handler: Any) -> Any:
 		def on_event(params: Any, session_id: str | None = None) -> None:
@@ -349,15 +368,9 @@ async def watch(state: SessionState) -> None:
 	except internals.Unavailable as exc:
 		logger.warning('console messages and network requests are not recorded for this session (%s)', exc)
 		return
-	sessions = []
-	for target in bs.session_manager.get_all_page_targets():
-		try:
-			cdp = await bs.get_or_create_cdp_session(target.target_id, focus=False)
-		except Exception as exc:
-			logger.debug('console and network are not recorded for tab %s: %s', target.target_id[-4:], str(exc)[:200])
-			continue
-		sessions.append(_enable(root, cdp.session_id))
-	await asyncio.gather(*sessions)
+	task = asyncio.get_running_loop().create_task(_enable_open_tabs(bs, root))
+	pending.add(task)
+	task.add_done_callback(pending.discard)
 
 
 # -- the tools ---------------------------------------------------------------------------------
