@@ -20,7 +20,7 @@ from typing import Any
 
 from browser_use_mcp.errors import InvalidArgument, ToolError, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState
-from browser_use_mcp.tools import tools_for
+from browser_use_mcp.tools import debug, tools_for
 from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Hints, Reply, Tool
 from browser_use_mcp.tools.common import (
 	current_url,
@@ -184,6 +184,7 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> R
 	"""``body(state)`` ended by ``limit`` s, or at once when the focused tab's renderer dies: CDP
 	commands to a crashed or hung tab are never answered, so the handler alone might never end."""
 	watch_crashes(state)
+	debug.watch(state)  # console messages and network requests, recorded from the first call on
 	if await focused_tab_crashed(state):  # crashed since the last call: nothing sent to it would answer
 		now_on = await replace_crashed_tab(state)
 		if name not in AFTER_A_CRASH:

@@ -5,6 +5,7 @@ Every page is static HTML built here; nothing leaves loopback.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import threading
@@ -38,6 +39,8 @@ ROUTES_DOC = {
 	'/epoch': 'buttons that record clicks (sessionStorage), add a row, replace themselves, re-render a field',
 	'/epoch-frame': 'a same-origin iframe holding /epoch-inner, a button that records its clicks',
 	'/rich': 'a bit of everything a page state shows: iframe, shadow DOM, listeners, hidden and disabled elements',
+	'/console?tag=T&n=N': 'logs "hello T" (N times), warns, errors, throws; fetches a 404 and /pixel.png; a popup link',
+	'/pixel.png': 'a 1x1 PNG',
 	'/heavy': '~5,000 elements: a table, links, inputs, nested divs, a hidden section (benchmarks)',
 }
 
@@ -101,6 +104,9 @@ EPOCH = (
 	'<a id="jump" href="#rows" onclick="record(`jump`)">Jump</a>'
 	'<div id="field"><input id="name" placeholder="your name"></div><ul id="rows"></ul>'
 )
+
+
+PIXEL = base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==')
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -221,6 +227,17 @@ class Handler(BaseHTTPRequestHandler):
 			self.send_header('Location', q.get('to', '/'))
 			self.send_header('Content-Length', '0')
 			self.end_headers()
+		elif p == '/console':
+			tag, n = json.dumps(q.get('tag', '')), int(q.get('n', '1'))
+			script = (
+				f'for (let i = 0; i < {n}; i++) console.log("hello " + {tag}); console.warn("careful warn");'
+				'console.error("bad error"); fetch("/missing-404?token=s3cret").catch(() => {});'
+				'const img = new Image(); img.src = "/pixel.png"; document.body.append(img);'
+			)
+			body = f'<a id="pop" href="/console?tag=pop" target="_blank">popup</a><script>{script}</script>'
+			self._send(page('Console', body + '<script>throw new Error("boom uncaught")</script>'))
+		elif p == '/pixel.png':
+			self._send(PIXEL, ctype='image/png')
 		elif p == '/popup':
 			self._send(page('Popup', '<a id="pop" href="/two" target="_blank">open two in new tab</a>'))
 		else:

@@ -178,6 +178,8 @@ TOOLS_LIST_ORDER = [
 	'browser_list_tabs',
 	'browser_switch_tab',
 	'browser_close_tab',
+	'browser_console_messages',
+	'browser_network_requests',
 	'retry_with_browser_use_agent',
 	'browser_create_session',
 	'browser_list_sessions',
@@ -325,6 +327,7 @@ def _with(advertised: dict[str, dict], hint: str) -> set[str]:
 
 def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> None:
 	reads = {'browser_get_state', 'browser_get_html', 'browser_screenshot', 'browser_list_tabs', 'browser_list_sessions'}
+	reads |= {'browser_console_messages', 'browser_network_requests'}
 	assert _with(advertised, 'readOnlyHint') == reads
 	closing = {'browser_close_tab', 'browser_close_session', 'browser_close_all', 'browser_close'}
 	acting_on_pages = {'browser_click', 'browser_type', 'browser_send_keys', 'browser_evaluate', 'retry_with_browser_use_agent'}

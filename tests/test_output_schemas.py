@@ -34,6 +34,8 @@ STRUCTURED = {
 	'browser_close_all',
 	'browser_save_state',
 	'browser_clone_session',
+	'browser_console_messages',
+	'browser_network_requests',
 }
 
 

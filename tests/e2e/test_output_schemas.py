@@ -120,3 +120,11 @@ async def test_close_all(mcp: Mcp, site: str, validators: dict) -> None:
 	none = await mcp.ok('browser_close_all')
 	assert conforms(validators, 'browser_close_all', none) == {'closed': 0}
 	assert none.text == 'No active sessions to close'
+
+
+async def test_console_messages_and_network_requests(mcp: Mcp, site: str, validators: dict) -> None:
+	await mcp.ok('browser_navigate', session_id='schema-debug', url=f'{site}/console?tag=schema')
+	for name in ('browser_console_messages', 'browser_network_requests'):
+		r = await mcp.ok(name, session_id='schema-debug')
+		out = conforms(validators, name, r)
+		assert r.text == as_text(out) and out['matched'] >= 1 and out['dropped'] == 0
