@@ -178,8 +178,6 @@ TOOLS_LIST_ORDER = [
 	'browser_list_tabs',
 	'browser_switch_tab',
 	'browser_close_tab',
-	'browser_console_messages',
-	'browser_network_requests',
 	'retry_with_browser_use_agent',
 	'browser_create_session',
 	'browser_list_sessions',
@@ -327,7 +325,6 @@ def _with(advertised: dict[str, dict], hint: str) -> set[str]:
 
 def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> None:
 	reads = {'browser_get_state', 'browser_get_html', 'browser_screenshot', 'browser_list_tabs', 'browser_list_sessions'}
-	reads |= {'browser_console_messages', 'browser_network_requests'}
 	assert _with(advertised, 'readOnlyHint') == reads
 	closing = {'browser_close_tab', 'browser_close_session', 'browser_close_all', 'browser_close'}
 	acting_on_pages = {'browser_click', 'browser_type', 'browser_send_keys', 'browser_evaluate', 'retry_with_browser_use_agent'}
@@ -368,10 +365,23 @@ def test_the_default_group_is_the_core_catalogue(tmp_path: Path) -> None:
 	assert ServerConfig().tools == ('core',)
 
 
+DEBUG_TOOLS = ['browser_console_messages', 'browser_network_requests']
+
+
 def test_groups_add_their_families_in_catalogue_order(tmp_path: Path) -> None:
 	assert list(_listed(tmp_path, 'interaction')) == INTERACTION_TOOLS
-	assert list(_listed(tmp_path, 'all')) == TOOLS_LIST_ORDER + INTERACTION_TOOLS
+	assert list(_listed(tmp_path, 'debug')) == DEBUG_TOOLS
+	all_listed = list(_listed(tmp_path, 'all'))
+	assert sorted(all_listed) == sorted(TOOLS_LIST_ORDER + INTERACTION_TOOLS + DEBUG_TOOLS)
+	assert [n for n in all_listed if n in TOOLS_LIST_ORDER] == TOOLS_LIST_ORDER
 	assert list(_listed(tmp_path, 'interaction', 'core')) == TOOLS_LIST_ORDER + INTERACTION_TOOLS
+
+
+def test_the_debug_tools_only_read(tmp_path: Path) -> None:
+	listed = _listed(tmp_path, 'debug')
+	assert {n for n, t in listed.items() if t.read_only} == set(DEBUG_TOOLS)
+	assert not any(t.hints.destructive for t in listed.values())
+	assert all(t.session_scoped for t in listed.values())
 
 
 def test_the_interaction_tools_declare_their_hints_and_include_state(tmp_path: Path) -> None:
@@ -392,7 +402,7 @@ def test_the_interaction_tools_declare_their_hints_and_include_state(tmp_path: P
 	[({'BROWSER_USE_MCP_TOOLS': 'core,nope'}, {}), ({}, {'tools': ('interactions',)}), ({}, {'tools': ()})],
 )
 def test_an_unknown_group_stops_the_start_naming_the_valid_ones(environ: dict, flags: dict) -> None:
-	with pytest.raises(SystemExit, match='core, interaction, all'):
+	with pytest.raises(SystemExit, match='core, interaction, debug, all'):
 		load_config(environ, browser_use=False, **flags)
 
 

@@ -41,7 +41,8 @@ STRUCTURED = {
 
 @pytest.fixture
 def catalog(tmp_path: Path) -> Catalog:
-	return Catalog(SessionRegistry(ServerConfig(state_dir=tmp_path / 'state')))
+	"""Every group listed, so every structured tool is advertised."""
+	return Catalog(SessionRegistry(ServerConfig(state_dir=tmp_path / 'state', tools=('all',))))
 
 
 def _returns_structured(handler: Any) -> bool:

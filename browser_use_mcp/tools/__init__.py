@@ -20,8 +20,9 @@ HELPERS = ('base', 'common')
 # catalogue every server offers by default (upstream's tools and the session tools); a model that
 # needs more ways to act asks for ``interaction`` too, or ``all``.
 GROUPS: dict[str, tuple[ModuleType, ...]] = {
-	'core': (navigation, interaction, content, tabs, debug, agent, admin),
+	'core': (navigation, interaction, content, tabs, agent, admin),
 	'interaction': (actions,),
+	'debug': (debug,),
 }
 ALL_GROUPS = 'all'
 DEFAULT_GROUPS = ('core',)

@@ -5,11 +5,21 @@ pages on loopback, in both isolation modes."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
-from tests.support import Mcp, isolation_modes
+import pytest
+
+from tests.support import Background, Mcp, isolation_modes, running_server
 
 isolation = isolation_modes()
+
+
+@pytest.fixture(scope='module')
+async def mcp(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> AsyncIterator[Mcp]:
+	"""The debug tools are a group of their own: this server lists them beside the core ones."""
+	async with Background(running_server(tmp_path_factory.mktemp('debug-home'), '--tools', 'core,debug')) as server:
+		yield server
 
 
 async def until(mcp: Mcp, tool: str, key: str, seen: Any, timeout: float = 10, **args: Any) -> dict[str, Any]:

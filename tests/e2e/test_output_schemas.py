@@ -6,13 +6,21 @@ beside it is checked to be what it was before the schemas were declared."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.support import Mcp, Result
+from tests.support import Background, Mcp, Result, running_server
 from tests.test_output_schemas import STRUCTURED  # the catalogue's list: the live server must declare the same
+
+
+@pytest.fixture(scope='module')
+async def mcp(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> AsyncIterator[Mcp]:
+	"""Every group listed, so every structured tool's schema is checked live."""
+	async with Background(running_server(tmp_path_factory.mktemp('schemas-home'), '--tools', 'all')) as server:
+		yield server
 
 
 @pytest.fixture(autouse=True)
