@@ -6,6 +6,7 @@ test site: ``/signin`` sets an HttpOnly cookie and a localStorage note, ``/me`` 
 
 from __future__ import annotations
 
+import asyncio
 import stat
 import time
 import uuid
@@ -145,3 +146,21 @@ async def test_another_principal_can_neither_list_reopen_nor_delete_it(tmp_path:
 			assert await title(beta, sid) == 'Me: nobody / none', "beta got a session of its own, not alpha's"
 			await alpha.ok('browser_navigate', session_id=sid, url=f'{site}/me')
 			assert await title(alpha, sid) == 'Me: cat / n3'
+
+
+async def test_idle_expiry_keeps_a_durable_session(tmp_path: Path, site: str) -> None:
+	home, sid = tmp_path / 'home', new_id('idle')
+	server = await RawServer(home, '--persist-sessions', '--idle-timeout', '1').start()
+	try:
+		async with server.client() as mcp:
+			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/signin?user=dan&note=n4')
+			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/me')
+			deadline = time.monotonic() + 15
+			while (await listed(mcp))[sid]['running'] and time.monotonic() < deadline:
+				await asyncio.sleep(0.2)
+			assert (await listed(mcp))[sid]['running'] is False, 'expired, still listed as durable'
+			back = await mcp.ok('browser_evaluate', session_id=sid, expression='document.title')
+			assert back.structured['result'] == 'Me: dan / n4', 'no "lost its state" error: reopened instead'
+			assert 'restored durable session' in '\n'.join(back.texts)
+	finally:
+		await server.stop()
