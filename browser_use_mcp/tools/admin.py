@@ -111,9 +111,7 @@ class CreatedSession(Output):
 	options: dict[str, Any] = Field(
 		description='The options it was created with (proxy credentials redacted); empty: the server defaults.'
 	)
-	persisted: bool = Field(
-		False, description='Durable: kept across expiry and restarts until browser_delete_session (see persist).'
-	)
+	persisted: bool = Field(description='Durable: kept across expiry and restarts until browser_delete_session (see persist).')
 
 
 # not idempotent: without session_id every call mints a new session
@@ -220,8 +218,8 @@ class SessionInfo(Output):
 	expires_in_seconds: Number | None = Field(description='Seconds until it is closed if left alone; null: never.')
 	location: str = Field(description='Where its browser runs (as in browser_create_session).')
 	options: dict[str, Any] = Field(description='The options it was created with (as in browser_create_session).')
-	running: bool = Field(True, description='false: a durable session not open now; the next call with its id reopens it.')
-	persisted: bool = Field(False, description='Durable: kept across expiry and restarts (browser_create_session{persist}).')
+	running: bool = Field(description='false: a durable session not open now; the next call with its id reopens it.')
+	persisted: bool = Field(description='Durable: kept across expiry and restarts (browser_create_session{persist}).')
 
 
 class SessionList(Output):
@@ -262,6 +260,7 @@ def describe(state: SessionState, now: float) -> SessionInfo:
 		expires_in_seconds=_round(state.expires_in(now)),
 		location=state.browser.where,
 		options=shown_options(state),
+		running=True,
 		persisted=state.persist,
 	)
 
