@@ -153,6 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
 	s.add_argument(
 		'--prewarm', type=int, metavar='N', help=f'keep N browsers launched and ready (default 0; env {_env("prewarm")})'
 	)
+	s.add_argument(
+		'--persist-sessions',
+		action='store_true',
+		default=None,
+		help='make every named session durable: its cookies, localStorage and last URL are kept under the state dir '
+		f'across idle expiry and restarts (one server per state dir; env {_env("persist_sessions")})',
+	)
 	b = parser.add_argument_group('browser')
 	b.add_argument('--chromium', dest='executable_path', metavar='PATH', help=f'browser binary (env {_env("executable_path")})')
 	b.add_argument('--headed', dest='headless', action='store_false', default=None, help='show browser windows (needs a display)')
@@ -272,6 +279,7 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'max_calls_per_principal': ns.max_calls_per_principal,
 		'queue_timeout': ns.queue_timeout,
 		'prewarm': ns.prewarm,
+		'persist_sessions': ns.persist_sessions,
 		'executable_path': ns.executable_path,
 		'headless': ns.headless,
 		'state_dir': Path(ns.state_dir).expanduser() if ns.state_dir else None,
@@ -354,6 +362,15 @@ def run_server(config: Any) -> int:
 		problem = grid_problem(config.grid_url)
 		if problem:
 			announce(f'browser-use-mcp: {problem}', 'error')
+			return 2
+
+	if config.persist_sessions:  # one server per durable store: a second one says who holds it, and stops
+		from browser_use_mcp.durable import StoreLocked, store_for
+
+		try:
+			store_for(config.state_dir).acquire()
+		except (StoreLocked, OSError) as exc:
+			announce(f'browser-use-mcp: cannot serve durable sessions (--persist-sessions): {exc}', 'error')
 			return 2
 
 	if config.transport == 'http':

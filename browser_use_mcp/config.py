@@ -78,6 +78,7 @@ class ServerConfig:
 	max_calls_per_principal: int | None = None  # tool calls of one principal running at once; None = no limit
 	queue_timeout: float | None = None  # s a new session or call waits for a slot; None: 30 over HTTP, 0 (refuse) on stdio
 	prewarm: int = 0
+	persist_sessions: bool = False  # every named session is durable (docs/sessions.md#durable-sessions)
 	shutdown_grace: float = 3.0
 
 	# browser
@@ -192,6 +193,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'max_calls_per_principal': (f'{ENV_PREFIX}MAX_CALLS_PER_PRINCIPAL', _int),
 	'queue_timeout': (f'{ENV_PREFIX}QUEUE_TIMEOUT', _float),
 	'prewarm': (f'{ENV_PREFIX}PREWARM', _int),
+	'persist_sessions': (f'{ENV_PREFIX}PERSIST_SESSIONS', _truthy),
 	'state_dir': (f'{ENV_PREFIX}STATE_DIR', lambda v: Path(v).expanduser()),
 	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
 	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),

@@ -41,6 +41,7 @@ from browser_use_mcp.browser import (
 )
 from browser_use_mcp.calllog import CallLog
 from browser_use_mcp.config import ServerConfig, complete
+from browser_use_mcp.durable import Record, StoreLocked, Unreadable, store_for
 from browser_use_mcp.errors import (
 	BrowserActionFailed,
 	BrowserStartFailed,
@@ -61,6 +62,7 @@ DEFAULT_SESSION_ID = 'default'
 LOCAL_PRINCIPAL = 'local'
 MAX_SESSION_ID_LENGTH = 256
 TOMBSTONE_LIMIT = 1024
+SNAPSHOT_TIMEOUT = 10.0  # s to read a durable session's state when it closes
 CANCEL_GRACE = 15.0  # s a cancelled handler gets to let go of the browser
 DEATH_NOTICE = 2.0  # s a browser whose connection dropped gets to be seen dead before the error is the call's own
 WEDGED_AFTER = 3600.0  # s after which a call given no deadline no longer keeps its session from expiring
@@ -168,6 +170,7 @@ class SessionState:
 	crashed_sessions: set[str] = field(default_factory=set)  # CDP sessions of tabs whose renderer died
 	crash_signal: asyncio.Event = field(default_factory=asyncio.Event)  # set on every such crash
 	crash_watch: Any = None  # the BrowserSession whose crashes are watched (tools.common.watch_crashes)
+	persist: bool = False  # a durable session: its state is kept under the state dir (durable.py)
 	_tools: Any = None
 
 	@property
@@ -255,6 +258,7 @@ class SessionRegistry:
 		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
 		self._starting: asyncio.Task[None] | None = None
 		self.egress: egress.EgressGate | None = None  # the egress policy's doors (set with the providers)
+		self.durable = store_for(config.state_dir)  # durable sessions (owned only when persisting: durable.py)
 
 	# -- lifecycle ---------------------------------------------------------------------------
 
@@ -295,6 +299,11 @@ class SessionRegistry:
 					report.dirs_removed,
 				)
 		self._state_dir = StateDir(self.config.state_dir, self.owner)
+		self.durable = store_for(self.config.state_dir)
+		if self.config.persist_sessions:
+			self.durable.acquire()  # the CLI took it before serving; StoreLocked here fails the start
+		else:
+			self.durable.try_acquire()  # a store left by an earlier server: serve it when nobody else does
 		self._tie_browsers_to_server()
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
 		if self._own_provider:
@@ -400,6 +409,7 @@ class SessionRegistry:
 			await self.egress.close()
 		if self._state_dir:
 			self._state_dir.remove()
+		self.durable.release()
 		if self._sidecar is not None:
 			self._sidecar.close()
 			self._sidecar = None
@@ -548,9 +558,11 @@ class SessionRegistry:
 		create: bool = True,
 		options: SessionOptions | None = None,
 		waiting: Notify | None = None,
+		persist: bool = False,
 	) -> SessionState:
 		"""The live session for this id; created on first use (with ``options``, if it is created
-		by this call); SessionLost once after a loss."""
+		by this call; durable with ``persist``, or reopened from its durable record); SessionLost once
+		after a loss."""
 		sid = self.normalize_id(session_id)
 		key = (principal, sid)
 		await self.ready()
@@ -583,7 +595,7 @@ class SessionRegistry:
 						self.slots.give_back(principal)  # another call made (or is closing) this id meanwhile
 						continue
 				task = asyncio.create_task(
-					self._create(principal, sid, options), name=f'create-session-{sid[:40]}', context=tagged(sid)
+					self._create(principal, sid, options, persist), name=f'create-session-{sid[:40]}', context=tagged(sid)
 				)
 				self._creating[key] = task
 				self.slots.taken(principal)  # counted as being created from now on
@@ -595,7 +607,12 @@ class SessionRegistry:
 		self._slot_freed()  # a failed creation frees its slot (a made one moved to _sessions)
 
 	async def create(
-		self, principal: str, session_id: str | None, options: SessionOptions | None = None, waiting: Notify | None = None
+		self,
+		principal: str,
+		session_id: str | None,
+		options: SessionOptions | None = None,
+		waiting: Notify | None = None,
+		persist: bool = False,
 	) -> tuple[SessionState, bool]:
 		"""For browser_create_session: (state, created_now). Options are for a new session only:
 		with options, an id that is already open is refused rather than returned unchanged."""
@@ -609,11 +626,85 @@ class SessionRegistry:
 			assert provider is not None
 			provider.check_options(options)  # before anything is made
 			self._refuse_existing(principal, sid)
+		if persist:
+			await self.ready()
+			self._check_persist(sid)
 		existed = self.exists(principal, sid)
-		state = await self.resolve(principal, sid, options=options, waiting=waiting)
+		state = await self.resolve(principal, sid, options=options, waiting=waiting, persist=persist)
+		if persist and not state.persist:  # open already: durable from now on
+			state.persist = True
+			await self._save_record(state, Record(sid, state.created_at, time.time()))
 		if options is not None and state.options is not options:
 			raise self._existing_error(sid)  # another call created it first, without these options
 		return state, not existed
+
+	def _check_persist(self, session_id: str) -> None:
+		"""A durable session can be made here: a named one, and this server owns the store."""
+		if session_id == DEFAULT_SESSION_ID:
+			raise InvalidArgument(
+				"persist: the default session cannot be made durable (with a single client it already keeps browser-use's "
+				'persistent profile); give a session_id.'
+			)
+		try:
+			self.durable.acquire()
+		except (StoreLocked, OSError) as exc:
+			raise InvalidArgument(f'persist: this server cannot keep durable sessions: {exc}') from None
+
+	def persisted(self, principal: str) -> list[Record]:
+		"""This principal's durable sessions that are not running now."""
+		self.durable.try_acquire()  # a listing may come before start-up has looked at the store
+		return [r for r in self.durable.records(principal) if not self.exists(principal, r.session_id)]
+
+	async def delete(self, principal: str, session_id: str) -> bool:
+		"""End a session for good: close it if it runs (without saving) and remove its durable record."""
+		key = (principal, session_id)
+		creating = self._creating.get(key)
+		if creating is not None:
+			with contextlib.suppress(Exception):
+				await asyncio.shield(creating)
+		state = self._sessions.get(key)
+		if state is not None:
+			state.persist = False
+		closed = await self.close(principal, session_id, 'deleted by browser_delete_session')
+		self.durable.try_acquire()
+		removed = await asyncio.to_thread(self.durable.delete, principal, session_id)
+		return closed or removed
+
+	async def _save_record(self, state: SessionState, record: Record) -> None:
+		try:
+			await asyncio.to_thread(self.durable.save, state.principal, record)
+		except Exception:  # the session still works; its durable copy is older than it
+			logger.exception('could not save durable session %r', state.session_id)
+
+	async def _snapshot(self, state: SessionState) -> Record | None:
+		"""The session's storage state and tab URLs now (None when its browser cannot be read)."""
+		from browser_use_mcp.storage import read_state
+
+		try:
+			bs = state.browser_session
+			data = await asyncio.wait_for(read_state(state), SNAPSHOT_TIMEOUT)
+			focus = bs.agent_focus_target_id
+			targets = bs.session_manager.get_all_page_targets()
+			urls = [t.url for t in targets if t.target_id == focus] + [t.url for t in targets if t.target_id != focus]
+		except Exception as exc:
+			logger.warning('could not read durable session %r to save it: %s', state.session_id, str(exc)[:200])
+			return None
+		return Record(state.session_id, state.created_at, time.time(), urls, data)
+
+	async def _restore(self, state: SessionState, record: Record) -> str:
+		"""Apply a durable record to a session being created; the note that says so."""
+		from browser_use_mcp.storage import apply_storage_state
+		from browser_use_mcp.tools.common import open_url
+
+		await apply_storage_state(state, record.state)
+		url = next((u for u in record.urls[:1] if u.startswith(('http://', 'https://'))), None)
+		if url is not None:
+			await open_url(state, url, False, f'Reopening {url[:200]}')
+		saved = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(record.saved_at))
+		return (
+			f'Note: restored durable session {state.session_id!r} as saved at {saved}: {len(record.state.cookies)} cookies, '
+			f'localStorage of {len(record.state.origins)} origins' + (f', reopened {url[:200]}.' if url else '.')
+		)
 
 	def _refuse_existing(self, principal: str, session_id: str) -> None:
 		if self.exists(principal, session_id):
@@ -812,6 +903,10 @@ class SessionRegistry:
 			task.cancel()
 		if state.calls:
 			await asyncio.wait(list(state.calls), timeout=5)
+		if state.persist and state.browser.alive():
+			record = await self._snapshot(state)
+			if record is not None and state.persist:  # a delete meanwhile wins
+				await self._save_record(state, record)
 		graceful = not state.dirs.temporary
 		await state.browser.close(graceful=graceful)
 		await asyncio.to_thread(state.dirs.remove)
@@ -822,7 +917,9 @@ class SessionRegistry:
 		if state.closed_reason is not None:
 			return
 		tomb = Tombstone(reason, time.time(), detail)
-		if state.is_default:
+		if state.persist:
+			pass  # durable: the next call reopens it from its record, nothing to tell
+		elif state.is_default:
 			self._restarts[state.key] = tomb  # one per principal: the next call restarts it, with a note
 		else:
 			self.remember_loss(state.key, tomb)
@@ -879,10 +976,26 @@ class SessionRegistry:
 
 	# -- creation ----------------------------------------------------------------------------
 
-	async def _create(self, principal: str, session_id: str, options: SessionOptions | None = None) -> SessionState:
+	async def _create(
+		self, principal: str, session_id: str, options: SessionOptions | None = None, persist: bool = False
+	) -> SessionState:
 		assert self._state_dir is not None and self.provider is not None, 'registry not started'
 		is_default = session_id == DEFAULT_SESSION_ID
 		notes: list[str] = []
+		record: Record | None = None
+		if not is_default and (self.durable.has(principal, session_id) or persist or self.config.persist_sessions):
+			self._check_persist(session_id)
+			persist = True
+			if self.durable.path(principal, session_id).exists():
+				try:
+					record = await asyncio.to_thread(self.durable.load, principal, session_id)
+				except Unreadable as exc:
+					notes.append(
+						f'Note: durable session {session_id!r} could not be restored ({exc}); this is a fresh, empty session '
+						'(durable from now on).'
+					)
+		else:
+			persist = False
 		restarted = self._restarts.pop((principal, session_id), None) if is_default else None
 		if restarted is not None:
 			notes.append(restarted.restart_note())
@@ -911,7 +1024,18 @@ class SessionRegistry:
 			file_system=file_system,
 			options=options,
 			saved_states=self._state_dir.saved_states(principal),
+			persist=persist,
 		)
+		if record is not None:
+			try:
+				notes.append(await self._restore(state, record))
+			except Exception as exc:
+				notes.append(
+					f'Note: durable session {session_id!r} could not be fully restored ({str(exc)[:300]}); it goes on from '
+					'what could be applied.'
+				)
+		elif persist:  # listed (and reopenable) from now on, even if this server is killed
+			await self._save_record(state, Record(session_id, state.created_at, time.time()))
 		if self._shutting_down:
 			await Spare(dirs, browser).discard()
 			raise SessionClosed('The server is shutting down; no new sessions can be created.')

@@ -44,6 +44,7 @@ ADMIN_TOOLS = {
 	'browser_create_session',
 	'browser_close',
 	'browser_clone_session',
+	'browser_delete_session',
 }
 
 
@@ -186,6 +187,7 @@ TOOLS_LIST_ORDER = [
 	'browser_close',
 	'browser_save_state',
 	'browser_clone_session',
+	'browser_delete_session',
 ]
 
 
@@ -326,7 +328,7 @@ def _with(advertised: dict[str, dict], hint: str) -> set[str]:
 def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> None:
 	reads = {'browser_get_state', 'browser_get_html', 'browser_screenshot', 'browser_list_tabs', 'browser_list_sessions'}
 	assert _with(advertised, 'readOnlyHint') == reads
-	closing = {'browser_close_tab', 'browser_close_session', 'browser_close_all', 'browser_close'}
+	closing = {'browser_close_tab', 'browser_close_session', 'browser_close_all', 'browser_close', 'browser_delete_session'}
 	acting_on_pages = {'browser_click', 'browser_type', 'browser_send_keys', 'browser_evaluate', 'retry_with_browser_use_agent'}
 	assert _with(advertised, 'destructiveHint') == closing | acting_on_pages
 	# what may reach a web site or the LLM provider; managing sessions and tabs stays on this machine

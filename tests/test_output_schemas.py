@@ -110,6 +110,7 @@ def test_evaluate_result_is_required() -> None:
 def _fake_session(sid: str, *, expires: float | None, default: bool = False, options: Any = None) -> Any:
 	return SimpleNamespace(
 		options=options,
+		persist=False,
 		session_id=sid,
 		created_at=1_700_000_000.0,
 		last_activity=1_700_000_030.0,
@@ -142,6 +143,8 @@ def test_session_list_conforms_and_its_text_is_unchanged() -> None:
 		'expires_in_seconds',
 		'location',  # ours, after upstream's keys
 		'options',
+		'running',  # durable sessions: added last, so the keys before keep their places
+		'persisted',
 	], 'the key order of the JSON text clients parse'
 	assert first['location'] == 'local (shared)'
 	assert first['options'] == {}
@@ -164,6 +167,7 @@ def test_created_session_keeps_number_types(idle: float | None) -> None:
 		'location': 'grid http://10.0.0.7:5555',
 		'retention': 'closed after 600 s unused',
 		'options': {'viewport': {'width': 390, 'height': 844}, 'device_scale_factor': 3},
+		'persisted': False,
 	}
 	out = CreatedSession(**info).dump()
 	assert as_json(out) == as_json(info), 'text as before: an int stays an int'

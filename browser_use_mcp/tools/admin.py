@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import anyio
 from pydantic import Field, WithJsonSchema, create_model
 
+from browser_use_mcp.durable import Record
 from browser_use_mcp.errors import InvalidArgument, SessionNotFound, ToolError
 from browser_use_mcp.session_options import OPTION_NAMES, SessionOptions
 from browser_use_mcp.sessions import SessionRegistry, SessionState
@@ -80,6 +81,15 @@ CreateArgs = create_model(
 			json_schema_extra=lambda schema: schema.pop('default', None),  # absent means none; null is not offered
 		),
 	),
+	persist=(
+		bool,
+		Field(
+			False,
+			description='Make it durable: its cookies, localStorage and last URL are kept on the server across idle expiry '
+			'and restarts, and the next call with its id reopens it where it left off. Delete it for good with '
+			'browser_delete_session.',
+		),
+	),
 )
 
 
@@ -101,6 +111,7 @@ class CreatedSession(Output):
 	options: dict[str, Any] = Field(
 		description='The options it was created with (proxy credentials redacted); empty: the server defaults.'
 	)
+	persisted: bool = Field(description='Durable: kept across expiry and restarts until browser_delete_session (see persist).')
 
 
 # not idempotent: without session_id every call mints a new session
@@ -118,7 +129,9 @@ async def browser_create_session(registry: SessionRegistry, args: CreateArgs, ca
 			raise _already_open(args.session_id, 'storage_state applies to a new session only')
 	from browser_use_mcp.catalog import queued_notice
 
-	state, created = await registry.create(call.principal, args.session_id, options_of(args), waiting=queued_notice(call))
+	state, created = await registry.create(
+		call.principal, args.session_id, options_of(args), waiting=queued_notice(call), persist=args.persist
+	)
 	notes = state.take_notes()
 	if initial is not None:
 		if not created:  # opened by another call meanwhile: never overwrite its state
@@ -140,6 +153,7 @@ def _created(registry: SessionRegistry, state: SessionState, created: bool) -> d
 		location=state.browser.where,
 		retention=registry.retention_text(),
 		options=shown_options(state),
+		persisted=state.persist,
 	).dump()
 
 
@@ -204,6 +218,8 @@ class SessionInfo(Output):
 	expires_in_seconds: Number | None = Field(description='Seconds until it is closed if left alone; null: never.')
 	location: str = Field(description='Where its browser runs (as in browser_create_session).')
 	options: dict[str, Any] = Field(description='The options it was created with (as in browser_create_session).')
+	running: bool = Field(description='false: a durable session not open now; the next call with its id reopens it.')
+	persisted: bool = Field(description='Durable: kept across expiry and restarts (browser_create_session{persist}).')
 
 
 class SessionList(Output):
@@ -244,16 +260,41 @@ def describe(state: SessionState, now: float) -> SessionInfo:
 		expires_in_seconds=_round(state.expires_in(now)),
 		location=state.browser.where,
 		options=shown_options(state),
+		running=True,
+		persisted=state.persist,
+	)
+
+
+def describe_persisted(record: Record, now: float) -> SessionInfo:
+	"""A durable session that is not running: what its record says (its tabs' URLs, when it was saved)."""
+	return SessionInfo(
+		session_id=record.session_id,
+		created_at=_stamp(record.created_at),
+		last_activity=_stamp(record.saved_at),
+		active=False,
+		current_url=record.urls[0] if record.urls else None,
+		age_minutes=round((now - record.created_at) / 60, 2),
+		default=False,
+		tabs=len(record.urls),
+		busy=False,
+		idle_seconds=round(max(0.0, now - record.saved_at), 1),
+		expires_in_seconds=None,
+		location='persisted',
+		options={},
+		running=False,
+		persisted=True,
 	)
 
 
 @tool('List sessions', read_only=True, open_world=False)
 async def browser_list_sessions(registry: SessionRegistry, args: NoArgs, call: Call) -> Reply[SessionList]:
-	"""List your open browser sessions: id, whether it is the default one, current URL, tab count, creation and
-	last-activity times, idle seconds and seconds until it expires."""
+	"""List your browser sessions: id, whether it is the default one, current URL, tab count, creation and
+	last-activity times, idle seconds and seconds until it expires; durable sessions that are not open now are
+	listed too (running: false, persisted: true)."""
 	now = time.time()
 	states = sorted(registry.sessions(call.principal), key=lambda s: s.created_at)
-	out = SessionList(sessions=[describe(s, now) for s in states]).dump()
+	kept = sorted(registry.persisted(call.principal), key=lambda r: r.created_at)
+	out = SessionList(sessions=[describe(s, now) for s in states] + [describe_persisted(r, now) for r in kept]).dump()
 	text = as_json(out['sessions']) if out['sessions'] else 'No active browser sessions'
 	return Reply(text, structured=out)
 
@@ -365,3 +406,17 @@ async def browser_clone_session(registry: SessionRegistry, args: CloneArgs, call
 	notes.append(f'Cloned from {source!r}: {_counts(data)}' + (f'; opened {target}.' if target else '.'))
 	out = _created(registry, state, True)
 	return Reply(as_json(out), structured=out, notes=notes)
+
+
+class DeleteSessionArgs(Args):
+	session_id: str = Field(description='The session to delete, open or durable (see browser_list_sessions).')
+
+
+@tool('Delete a session', destructive=True, idempotent=True, open_world=False)
+async def browser_delete_session(registry: SessionRegistry, args: DeleteSessionArgs, call: Call) -> str:
+	"""Delete a session for good: close it if it is open (without saving it) and remove its durable copy (cookies,
+	localStorage, last URL) from the server. The id becomes free for a new, empty session."""
+	sid = registry.normalize_id(args.session_id)
+	if await registry.delete(call.principal, sid):
+		return f'Deleted session {sid}'
+	raise SessionNotFound(sid)
