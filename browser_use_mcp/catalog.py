@@ -58,6 +58,7 @@ DEFAULT_DEADLINE = 45.0
 # tools that still make sense once a crashed focused tab is replaced: they run, with a note
 AFTER_A_CRASH = frozenset({'browser_navigate', 'browser_list_tabs', 'browser_switch_tab'})
 STOP_GRACE = 2.0  # s a call past its deadline gets to unwind before it is answered anyway
+UNWIND_BOUND = 15.0  # s a cancelled call's handler gets to unwind (an agent's 3 s stop grace, then its interrupt)
 DEADLINE_SCALE_ENV = 'BROWSER_USE_MCP_DEADLINE_SCALE'
 
 
@@ -229,10 +230,30 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> R
 			if await focused_tab_crashed(state):  # the crash is what to say, not the error it caused
 				raise tab_crashed_error(name, await replace_crashed_tab(state), before=False) from None
 			raise
+	except asyncio.CancelledError:
+		# the call was cancelled (a client's cancel, a session close): the handler unwinds (an agent's
+		# stop grace, browser-use's own cleanup) while this call still holds the session, as when it
+		# ran in this task; otherwise the next call would run beside a handler still at work
+		work.cancel()
+		await _unwound(work)
+		raise
 	finally:
 		crash.cancel()
 		if not work.done():
 			work.cancel()
+
+
+async def _unwound(work: asyncio.Future[Any]) -> None:
+	"""Wait up to UNWIND_BOUND s for a cancelled handler to finish; a further cancel is passed on to it."""
+	loop = asyncio.get_running_loop()
+	end = loop.time() + UNWIND_BOUND
+	while not work.done() and loop.time() < end:
+		try:
+			await asyncio.wait({work}, timeout=end - loop.time())
+		except asyncio.CancelledError:
+			work.cancel()
+	if work.done() and not work.cancelled():
+		work.exception()  # retrieved: its error was the cancel's consequence, not news
 
 
 def _as_reply(result: Reply | str) -> Reply:

@@ -40,6 +40,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from browser_use_mcp import urls
+from browser_use_mcp.tasks import current_scope
 
 logger = logging.getLogger('browser_use_mcp.providers.cdp_proxy')
 
@@ -299,8 +300,14 @@ class PassthroughLink:
 
 	def __init__(self, open_upstream: Callable[[], Awaitable[Upstream]]) -> None:
 		self.open_upstream = open_upstream
+		# the session's task scope, if it is made inside one: the endpoint server starts a connection's
+		# task outside it, so the link adds its tasks itself and a session's close cancels them too
+		self.scope = current_scope()
 
 	async def serve(self, client: ServerConnection) -> None:
+		me = asyncio.current_task()
+		if self.scope is not None and me is not None:
+			self.scope.add(me)
 		upstream = await self.open_upstream()
 
 		async def down() -> None:
@@ -314,6 +321,8 @@ class PassthroughLink:
 					await client.close()
 
 		pump = asyncio.create_task(down(), name='cdp-passthrough-down')
+		if self.scope is not None:
+			self.scope.add(pump)
 		try:
 			async for message in client:
 				text = message if isinstance(message, str) else message.decode()
