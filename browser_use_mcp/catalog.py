@@ -147,6 +147,8 @@ class Catalog:
 		async def act(state: SessionState) -> Reply | str:
 			record = state.log.begin(name, args)
 			error: str | None = 'cancelled'
+			recording, result = state.recording, None
+			seen = await recording.before(state) if recording is not None else {}
 			try:
 				result = await _bounded(name, limit, state, body)
 				error = None
@@ -159,6 +161,8 @@ class Catalog:
 				raise
 			finally:
 				state.log.end(record, error)
+				if recording is not None:  # the flight recorder (recorder.py): never raises
+					await recording.after(state, name, args, record.started, record.duration or 0.0, result, error, seen)
 
 		async def waiting(state: SessionState) -> None:
 			await call.report_progress(0, None, HELD_BY_PERSON)

@@ -44,6 +44,7 @@ ADMIN_TOOLS = {
 	'browser_create_session',
 	'browser_close',
 	'browser_clone_session',
+	'browser_get_recording',
 }
 
 
@@ -186,6 +187,7 @@ TOOLS_LIST_ORDER = [
 	'browser_close',
 	'browser_save_state',
 	'browser_clone_session',
+	'browser_get_recording',
 ]
 
 
@@ -324,7 +326,14 @@ def _with(advertised: dict[str, dict], hint: str) -> set[str]:
 
 
 def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> None:
-	reads = {'browser_get_state', 'browser_get_html', 'browser_screenshot', 'browser_list_tabs', 'browser_list_sessions'}
+	reads = {
+		'browser_get_state',
+		'browser_get_html',
+		'browser_screenshot',
+		'browser_list_tabs',
+		'browser_list_sessions',
+		'browser_get_recording',
+	}
 	assert _with(advertised, 'readOnlyHint') == reads
 	closing = {'browser_close_tab', 'browser_close_session', 'browser_close_all', 'browser_close'}
 	acting_on_pages = {'browser_click', 'browser_type', 'browser_send_keys', 'browser_evaluate', 'retry_with_browser_use_agent'}

@@ -34,6 +34,7 @@ STRUCTURED = {
 	'browser_close_all',
 	'browser_save_state',
 	'browser_clone_session',
+	'browser_get_recording',
 }
 
 

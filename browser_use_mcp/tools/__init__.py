@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from browser_use_mcp.tools import actions, admin, agent, content, interaction, navigation, tabs
+from browser_use_mcp.tools import actions, admin, agent, content, interaction, navigation, recording, tabs
 from browser_use_mcp.tools.base import Tool
 
-FAMILIES: tuple[ModuleType, ...] = (navigation, interaction, content, tabs, agent, admin, actions)
+FAMILIES: tuple[ModuleType, ...] = (navigation, interaction, content, tabs, agent, admin, recording, actions)
 HELPERS = ('base', 'common')
 
 # The tool groups a server may offer (``--tools``): each a list of families. ``core`` is the
 # catalogue every server offers by default (upstream's tools and the session tools); a model that
 # needs more ways to act asks for ``interaction`` too, or ``all``.
 GROUPS: dict[str, tuple[ModuleType, ...]] = {
-	'core': (navigation, interaction, content, tabs, agent, admin),
+	'core': (navigation, interaction, content, tabs, agent, admin, recording),
 	'interaction': (actions,),
 }
 ALL_GROUPS = 'all'
