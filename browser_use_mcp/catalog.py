@@ -148,7 +148,7 @@ class Catalog:
 			record = state.log.begin(name, args)
 			error: str | None = 'cancelled'
 			recording, result = state.recording, None
-			seen = await recording.before(state) if recording is not None else {}
+			seen = await recording.before(state, tool.hints.read_only) if recording is not None else {}
 			try:
 				result = await _bounded(name, limit, state, body)
 				error = None
@@ -162,7 +162,9 @@ class Catalog:
 			finally:
 				state.log.end(record, error)
 				if recording is not None:  # the flight recorder (recorder.py): never raises
-					await recording.after(state, name, args, record.started, record.duration or 0.0, result, error, seen)
+					await recording.after(
+						state, name, tool.hints.read_only, args, record.started, record.duration or 0.0, result, error, seen
+					)
 
 		async def waiting(state: SessionState) -> None:
 			await call.report_progress(0, None, HELD_BY_PERSON)

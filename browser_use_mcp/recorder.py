@@ -125,6 +125,7 @@ class Recording:
 	size: int = 0
 	calls: int = 0
 	truncated: str | None = None  # why it stopped growing
+	pending: asyncio.Task[None] | None = field(default=None, repr=False)  # the screenshot being taken
 
 	@property
 	def trace(self) -> Path:
@@ -158,7 +159,18 @@ class Recording:
 	def line(self, entry: dict[str, Any]) -> bool:
 		return self._write(json.dumps(entry, ensure_ascii=False, default=str).encode() + b'\n', self.trace)
 
-	async def before(self, state: Any) -> dict[str, Any]:
+	async def settle(self) -> None:
+		"""Wait (bounded) for the screenshot of the last page-changing call to be taken and written."""
+		task = self.pending
+		if task is not None and not task.done():
+			await asyncio.wait({task}, timeout=2 * STEP_BOUND)
+
+	async def before(self, state: Any, read_only: bool) -> dict[str, Any]:
+		"""The page before a call. A call that may change the page first waits for the previous
+		call's screenshot, so that screenshot never shows this call's doing; a read-only call runs
+		beside it."""
+		if not read_only:
+			await self.settle()
 		url, title = await _page(state)
 		return {'url_before': redact(url), 'title_before': title}
 
@@ -166,6 +178,7 @@ class Recording:
 		self,
 		state: Any,
 		tool: str,
+		read_only: bool,
 		args: dict[str, Any],
 		started: float,
 		duration: float,
@@ -173,7 +186,9 @@ class Recording:
 		error: str | None,
 		seen: dict[str, Any],
 	) -> None:
-		"""Write one call's line (and its screenshot) once it ended; never raises."""
+		"""Write one call's entry once it ended; after a page-changing call the screenshot is taken
+		in the background (the reply does not wait for the browser's next frame) and the entry is
+		written with it. Never raises."""
 		try:
 			self.calls += 1
 			seq = self.calls
@@ -194,21 +209,34 @@ class Recording:
 				entry['result'] = _USERINFO.sub(f'://{REDACTED}@', text[:RESULT_LIMIT])
 				entry['result_truncated'] = len(text) > RESULT_LIMIT
 			cancelled = error == 'cancelled'
-			url, title = (None, None) if cancelled else await _page(state)
+			if read_only:  # it did not change the page: after is before
+				url, title = seen.get('url_before'), seen.get('title_before')
+			else:
+				url, title = (None, None) if cancelled else await _page(state)
 			entry['url_after'], entry['title_after'] = redact(url), title
 			entry['screenshot'] = None
 			if tool in PAGE_CHANGING and not cancelled and self.truncated is None:
-				data = await _shot(state)
-				if data is not None:
-					name = f'shot-{seq:05d}.jpg'
-					if await asyncio.to_thread(self._write, data, self.path / name, 'wb'):
-						entry['screenshot'] = name
-			self.line(entry)
+				self.pending = asyncio.create_task(self._shoot(state, entry), name=f'recorder-shot-{seq}')
+			else:
+				self.line(entry)
 		except Exception as exc:  # the recorder never breaks a call
 			logger.warning('could not record %s: %s', tool, exc)
 
-	def close(self) -> None:
+	async def _shoot(self, state: Any, entry: dict[str, Any]) -> None:
+		try:
+			data = await _shot(state)
+			if data is not None:
+				name = f'shot-{entry["seq"]:05d}.jpg'
+				if await asyncio.to_thread(self._write, data, self.path / name, 'wb'):
+					entry['screenshot'] = name
+		except Exception as exc:
+			logger.warning('could not record the screenshot after %s: %s', entry.get('tool'), exc)
+		finally:
+			self.line(entry)
+
+	async def close(self) -> None:
 		if self.closed_at is None:
+			await self.settle()
 			self.closed_at = time.time()
 			self.line({'closed': self.closed_at})
 
@@ -350,4 +378,5 @@ def read_trace(recording: Recording) -> list[dict[str, Any]]:
 	for line in text.splitlines():
 		with contextlib.suppress(ValueError):
 			out.append(json.loads(line))
-	return out
+	# a page-changing call's entry is written when its screenshot is in: possibly after the next call's
+	return sorted(out, key=lambda e: e.get('seq', 0) if isinstance(e, dict) else 0)

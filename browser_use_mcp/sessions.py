@@ -819,7 +819,7 @@ class SessionRegistry:
 		if state.calls:
 			await asyncio.wait(list(state.calls), timeout=5)
 		if state.recording is not None:
-			state.recording.close()
+			await state.recording.close()
 		graceful = not state.dirs.temporary
 		await state.browser.close(graceful=graceful)
 		await asyncio.to_thread(state.dirs.remove)

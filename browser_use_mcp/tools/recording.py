@@ -70,6 +70,7 @@ async def browser_get_recording(registry: SessionRegistry, args: GetRecordingArg
 				'(browser_create_session) to record it.'
 			)
 		raise SessionNotFound(sid)
+	await rec.settle()  # the last call's screenshot, if it is still being taken
 	lines = await asyncio.to_thread(read_trace, rec)
 	calls = []
 	for line in lines:
