@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.e2e.test_http import HttpServer, connect, free_port, stop
@@ -62,3 +63,26 @@ async def test_another_token_cannot_fetch_and_a_tiny_cap_truncates(server: HttpS
 		await alpha.ok('browser_navigate', url=f'{site}/two', session_id='mine')
 		again = (await alpha.ok('browser_get_recording', session_id='mine')).structured
 		assert again['calls'] == rec['calls'] and again['size_bytes'] == rec['size_bytes']
+
+
+async def test_replay_page_is_escaped_and_its_principals_only(server: HttpServer, site: str) -> None:
+	base = f'http://127.0.0.1:{server.port}/dashboard'
+	async with connect(server, TOKENS['alpha']) as alpha:
+		await alpha.ok('browser_create_session', session_id='replayed', record='trace')
+		await alpha.ok('browser_navigate', url=f'{site}/two?q=<script>alert(1)</script>', session_id='replayed')
+		rec = (await alpha.ok('browser_get_recording', session_id='replayed')).structured
+	assert rec['calls'][0]['screenshot'], rec  # the first call and its small JPEG fit in the cap
+	mine, theirs = ({'Authorization': f'Bearer {TOKENS[n]}'} for n in ('alpha', 'beta'))
+	async with httpx.AsyncClient(timeout=30) as http:
+		page = await http.get(f'{base}/recordings/replayed', headers=mine)
+		assert page.status_code == 200 and 'text/html' in page.headers['content-type']
+		assert '<script>' not in page.text and '&lt;script&gt;' in page.text
+		assert 'browser_navigate' in page.text and '/api/recordings/replayed/shot-1.jpg' in page.text
+		shot = await http.get(f'{base}/api/recordings/replayed/shot-1.jpg', headers=mine)
+		assert shot.status_code == 200 and shot.content[:3] == b'\xff\xd8\xff'  # a JPEG
+		for url in (f'{base}/recordings/replayed', f'{base}/api/recordings/replayed/shot-1.jpg'):
+			other = await http.get(url, headers=theirs)
+			unknown = await http.get(url.replace('replayed', 'never-made'), headers=mine)
+			assert other.status_code == unknown.status_code == 404
+			assert other.json() == unknown.json()
+		assert (await http.get(f'{base}/recordings/replayed')).status_code == 401
