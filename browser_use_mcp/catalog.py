@@ -147,9 +147,10 @@ class Catalog:
 		async def act(state: SessionState) -> Reply | str:
 			record = state.log.begin(name, args)
 			error: str | None = 'cancelled'
-			recording, result = state.recording, None
-			seen = await recording.before(state, tool.hints.read_only) if recording is not None else {}
+			recording, result, seen = state.recording, None, {}
 			try:
+				if recording is not None:  # the page before the call, for the flight recorder
+					seen = await recording.before(state, tool.hints.read_only)
 				result = await _bounded(name, limit, state, body)
 				error = None
 				return result
