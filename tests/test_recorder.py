@@ -112,3 +112,12 @@ async def test_ttl_principal_and_eviction(tmp_path: Path) -> None:
 	assert recordings.get('alice', 'new') is new
 	with pytest.raises(RecordingExpired):
 		recordings.get('alice', 'old')
+
+
+def test_flags(tmp_path: Path) -> None:
+	from browser_use_mcp import cli
+
+	overrides = cli.cli_overrides(cli.build_parser().parse_args(['--record', 'trace', '--recordings-ttl', '60']))
+	assert overrides == {'record': ('trace',), 'recordings_ttl': 60.0}
+	config = load_config({'BROWSER_USE_MCP_STATE_DIR': str(tmp_path)}, browser_use=False, **overrides)
+	assert (config.record, config.recordings_ttl) == (('trace',), 60.0)
