@@ -148,7 +148,10 @@ class Catalog:
 		async def act(state: SessionState) -> Reply | str:
 			record = state.log.begin(name, args)
 			error: str | None = 'cancelled'
+			recording, result, seen = state.recording, None, {}
 			try:
+				if recording is not None:  # the page before the call, for the flight recorder
+					seen = await recording.before(state, tool.hints.read_only)
 				result = await _bounded(name, limit, state, body)
 				error = None
 				return result
@@ -160,6 +163,10 @@ class Catalog:
 				raise
 			finally:
 				state.log.end(record, error)
+				if recording is not None:  # the flight recorder (recorder.py): never raises
+					await recording.after(
+						state, name, tool.hints.read_only, args, record.started, record.duration or 0.0, result, error, seen
+					)
 
 		async def waiting(state: SessionState) -> None:
 			await call.report_progress(0, None, HELD_BY_PERSON)

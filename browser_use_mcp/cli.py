@@ -138,6 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
 		help=f'most sessions one principal (token) holds at once; more wait in a fair queue (default: no limit; env {_env("max_sessions_per_principal")})',
 	)
 	s.add_argument(
+		'--record',
+		metavar='KINDS',
+		help=f'record every session: trace (each call, its page before and after, screenshots; docs/recording.md) '
+		f'(default: off; env {_env("record")})',
+	)
+	s.add_argument(
+		'--recordings-ttl',
+		type=float,
+		metavar='SECONDS',
+		help=f'keep a recording this long after its session closed (default 86400; env {_env("recordings_ttl")})',
+	)
+	s.add_argument(
 		'--max-calls-per-principal',
 		type=int,
 		metavar='N',
@@ -280,6 +292,8 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'queue_timeout': ns.queue_timeout,
 		'prewarm': ns.prewarm,
 		'persist_sessions': ns.persist_sessions,
+		'record': tuple(k.strip() for k in ns.record.split(',') if k.strip()) if ns.record is not None else None,
+		'recordings_ttl': ns.recordings_ttl,
 		'executable_path': ns.executable_path,
 		'headless': ns.headless,
 		'state_dir': Path(ns.state_dir).expanduser() if ns.state_dir else None,

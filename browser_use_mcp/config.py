@@ -80,6 +80,10 @@ class ServerConfig:
 	prewarm: int = 0
 	persist_sessions: bool = False  # every named session is durable (docs/sessions.md#durable-sessions)
 	shutdown_grace: float = 3.0
+	# flight recorder (docs/recording.md): what every session records unless it asks itself; () = nothing
+	record: tuple[str, ...] = ()
+	recordings_ttl: float = 86400.0  # s a recording is kept after its session closed
+	recording_size_cap: int = 50 * 1024 * 1024  # bytes of one recording; past it, it is truncated
 
 	# browser
 	isolation: str = 'context'  # what a named session is: 'browser' (a Chromium each) or 'context' (shared Chromiums)
@@ -194,6 +198,9 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'queue_timeout': (f'{ENV_PREFIX}QUEUE_TIMEOUT', _float),
 	'prewarm': (f'{ENV_PREFIX}PREWARM', _int),
 	'persist_sessions': (f'{ENV_PREFIX}PERSIST_SESSIONS', _truthy),
+	'record': (f'{ENV_PREFIX}RECORD', _tokens),
+	'recordings_ttl': (f'{ENV_PREFIX}RECORDINGS_TTL', _float),
+	'recording_size_cap': (f'{ENV_PREFIX}RECORDING_SIZE_CAP', _int),
 	'state_dir': (f'{ENV_PREFIX}STATE_DIR', lambda v: Path(v).expanduser()),
 	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
 	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),
@@ -337,6 +344,16 @@ def validate(config: ServerConfig) -> None:
 		problems.append('queue timeout must be >= 0 seconds (0 refuses at once when a limit is reached)')
 	if config.prewarm < 0:
 		problems.append('prewarm must be >= 0')
+	from browser_use_mcp.recorder import parse_kinds
+
+	try:
+		parse_kinds(list(config.record), '--record')
+	except ValueError as exc:
+		problems.append(str(exc))
+	if config.recordings_ttl < 0:
+		problems.append('recordings ttl must be >= 0 seconds')
+	if config.recording_size_cap < 1024:
+		problems.append('recording size cap must be >= 1024 bytes')
 	if config.isolation not in ('browser', 'context'):
 		problems.append(f'isolation must be browser or context, not {config.isolation!r}')
 	if config.shared_browser_idle < 0:

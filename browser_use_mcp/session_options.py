@@ -160,6 +160,12 @@ def _domains(value: list[str]) -> list[str]:
 	return value
 
 
+def _record(value: str | list[str]) -> list[str]:
+	from browser_use_mcp.recorder import parse_kinds
+
+	return list(parse_kinds(value, ''))
+
+
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(_text)]
 
 
@@ -200,6 +206,13 @@ class SessionOptions(BaseModel):
 		None,
 		description='Only these sites may be visited (patterns like "example.com", "*.example.com", '
 		'"https://example.com/app"). Can only narrow what the server allows, never widen it.',
+	)
+
+	record: Annotated[str | list[str], AfterValidator(_record)] | None = Field(
+		None,
+		description='Record this session (docs/recording.md): "trace" or ["trace"] keeps every call with its arguments '
+		'(secrets redacted), result, page before and after and a screenshot after page-changing calls; read it with '
+		'browser_get_recording. "har" and "video" are not supported yet.',
 	)
 
 	# what needs a CDP command on every tab (the rest goes into the BrowserProfile)

@@ -54,6 +54,7 @@ from browser_use_mcp.errors import (
 from browser_use_mcp.pool import BrowserPool, Spare
 from browser_use_mcp.processes import reap_orphans
 from browser_use_mcp.providers import Browser, BrowserProvider
+from browser_use_mcp.recorder import Recordings
 from browser_use_mcp.session_options import SessionOptions
 
 logger = logging.getLogger('browser_use_mcp.sessions')
@@ -171,6 +172,7 @@ class SessionState:
 	crash_signal: asyncio.Event = field(default_factory=asyncio.Event)  # set on every such crash
 	crash_watch: Any = None  # the BrowserSession whose crashes are watched (tools.common.watch_crashes)
 	persist: bool = False  # a durable session: its state is kept under the state dir (durable.py)
+	recording: Any = None  # recorder.Recording: this session's flight recorder (None: not recorded)
 	_tools: Any = None
 
 	@property
@@ -247,6 +249,7 @@ class SessionRegistry:
 		self._tombstones: OrderedDict[tuple[str, str], Tombstone] = OrderedDict()
 		self._restarts: dict[tuple[str, str], Tombstone] = {}  # default sessions lost: told on restart
 		self._state_dir: StateDir | None = None
+		self.recordings: Recordings | None = None  # the flight recorder's recordings (made at start)
 		self._reaper: asyncio.Task[None] | None = None
 		self._background: set[asyncio.Task[Any]] = set()
 		self._shutting_down = False
@@ -304,6 +307,9 @@ class SessionRegistry:
 			self.durable.acquire()  # the CLI took it before serving; StoreLocked here fails the start
 		else:
 			self.durable.try_acquire()  # a store left by an earlier server: serve it when nobody else does
+		self.recordings = Recordings(
+			self._state_dir.path / 'recordings', self.config.recordings_ttl, size_cap=self.config.recording_size_cap
+		)
 		self._tie_browsers_to_server()
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
 		if self._own_provider:
@@ -907,6 +913,8 @@ class SessionRegistry:
 			record = await self._snapshot(state)
 			if record is not None and state.persist:  # a delete meanwhile wins
 				await self._save_record(state, record)
+		if state.recording is not None:
+			await state.recording.close()
 		graceful = not state.dirs.temporary
 		await state.browser.close(graceful=graceful)
 		await asyncio.to_thread(state.dirs.remove)
@@ -950,6 +958,9 @@ class SessionRegistry:
 				await self.reap()
 			except Exception:  # keep reaping: a failure here must not stop every later expiry
 				logger.exception('expiring idle sessions failed')
+			if self.recordings is not None:  # recordings past --recordings-ttl or over the total cap
+				self.recordings.sweep()
+				await asyncio.to_thread(self.recordings.purge)
 			try:  # helpers of a browser killed from outside, when they are ours to reap
 				if reap_orphans():
 					logger.info('reaped exited helper processes of a browser that was killed')
@@ -1039,6 +1050,9 @@ class SessionRegistry:
 		if self._shutting_down:
 			await Spare(dirs, browser).discard()
 			raise SessionClosed('The server is shutting down; no new sessions can be created.')
+		if self.config.record or (options is not None and options.record):
+			assert self.recordings is not None
+			state.recording = self.recordings.start(principal, session_id)
 		self._sessions[state.key] = state
 		browser.on_death(lambda s=state: self._on_browser_death(s))
 		logger.info('session %r created (profile %s)', session_id, dirs.profile)

@@ -45,6 +45,7 @@ ADMIN_TOOLS = {
 	'browser_close',
 	'browser_clone_session',
 	'browser_delete_session',
+	'browser_get_recording',
 }
 
 
@@ -326,7 +327,13 @@ def _with(advertised: dict[str, dict], hint: str) -> set[str]:
 
 
 def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> None:
-	reads = {'browser_get_state', 'browser_get_html', 'browser_screenshot', 'browser_list_tabs', 'browser_list_sessions'}
+	reads = {
+		'browser_get_state',
+		'browser_get_html',
+		'browser_screenshot',
+		'browser_list_tabs',
+		'browser_list_sessions',
+	}
 	assert _with(advertised, 'readOnlyHint') == reads
 	closing = {'browser_close_tab', 'browser_close_session', 'browser_close_all', 'browser_close', 'browser_delete_session'}
 	acting_on_pages = {'browser_click', 'browser_type', 'browser_send_keys', 'browser_evaluate', 'retry_with_browser_use_agent'}
@@ -367,7 +374,7 @@ def test_the_default_group_is_the_core_catalogue(tmp_path: Path) -> None:
 	assert ServerConfig().tools == ('core',)
 
 
-DEBUG_TOOLS = ['browser_console_messages', 'browser_network_requests']
+DEBUG_TOOLS = ['browser_console_messages', 'browser_network_requests', 'browser_get_recording']
 
 
 def test_groups_add_their_families_in_catalogue_order(tmp_path: Path) -> None:
@@ -383,7 +390,7 @@ def test_the_debug_tools_only_read(tmp_path: Path) -> None:
 	listed = _listed(tmp_path, 'debug')
 	assert {n for n, t in listed.items() if t.read_only} == set(DEBUG_TOOLS)
 	assert not any(t.hints.destructive for t in listed.values())
-	assert all(t.session_scoped for t in listed.values())
+	assert {n for n, t in listed.items() if not t.session_scoped} == {'browser_get_recording'}  # closed sessions too
 
 
 def test_the_interaction_tools_declare_their_hints_and_include_state(tmp_path: Path) -> None:

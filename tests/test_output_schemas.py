@@ -36,6 +36,7 @@ STRUCTURED = {
 	'browser_clone_session',
 	'browser_console_messages',
 	'browser_network_requests',
+	'browser_get_recording',
 }
 
 

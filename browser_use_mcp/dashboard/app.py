@@ -13,6 +13,7 @@ principal, as in the tools. No request body is read beyond a few KiB.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import html
 import json
@@ -27,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -234,6 +235,9 @@ class Dashboard:
 				PREFIX + '/api/sessions/{sid:path}/release', self.guard(self.release, session=True, csrf=True), methods=['POST']
 			),
 			Route(PREFIX + '/api/sessions/{sid:path}/input', self.guard(self.input, session=True, csrf=True), methods=['POST']),
+			# a session's flight recording (docs/recording.md): open or closed, the principal's own
+			Route(PREFIX + '/recordings/{sid:path}', self.guard(self.replay), methods=['GET']),
+			Route(PREFIX + '/api/recordings/{sid:path}/shot-{seq:int}.jpg', self.guard(self.replay_shot), methods=['GET']),
 		]
 
 	def guard(self, handler: Callable[..., Awaitable[Response]], *, session: bool = False, csrf: bool = False) -> Any:
@@ -354,6 +358,32 @@ class Dashboard:
 			calls=[r.as_json() for r in reversed(state.log.recent)],
 		)
 		return info
+
+	def _recording(self, principal: str, session_id: str) -> Any:
+		from browser_use_mcp.recorder import RecordingExpired
+
+		try:
+			return self.registry.recordings.get(principal, session_id) if self.registry.recordings is not None else None
+		except RecordingExpired:
+			return None
+
+	async def replay(self, request: Request, principal: str, login_id: str | None) -> Response:
+		from browser_use_mcp.dashboard import replay
+
+		recording = self._recording(principal, request.path_params['sid'])
+		if recording is None:  # another principal's, expired, or none: all alike
+			return self._error(404, 'No such recording.')
+		await recording.settle()
+		return HTMLResponse(await asyncio.to_thread(replay.render, recording))
+
+	async def replay_shot(self, request: Request, principal: str, login_id: str | None) -> Response:
+		from browser_use_mcp.dashboard import replay
+
+		recording = self._recording(principal, request.path_params['sid'])
+		path = None if recording is None else replay.shot_path(recording, request.path_params['seq'])
+		if path is None:
+			return self._error(404, 'No such screenshot.')
+		return Response(await asyncio.to_thread(path.read_bytes), media_type='image/jpeg')
 
 	async def frame(self, request: Request, principal: str, login_id: str | None, state: SessionState) -> Response:
 		size = request.query_params.get('size', 'thumb')

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from browser_use_mcp.tools import actions, admin, agent, content, debug, interaction, navigation, tabs
+from browser_use_mcp.tools import actions, admin, agent, content, debug, interaction, navigation, recording, tabs
 from browser_use_mcp.tools.base import Tool
 
-FAMILIES: tuple[ModuleType, ...] = (navigation, interaction, content, tabs, debug, agent, admin, actions)
+FAMILIES: tuple[ModuleType, ...] = (navigation, interaction, content, tabs, debug, recording, agent, admin, actions)
 HELPERS = ('base', 'common')
 
 # The tool groups a server may offer (``--tools``): each a list of families. ``core`` is the
@@ -22,7 +22,7 @@ HELPERS = ('base', 'common')
 GROUPS: dict[str, tuple[ModuleType, ...]] = {
 	'core': (navigation, interaction, content, tabs, agent, admin),
 	'interaction': (actions,),
-	'debug': (debug,),
+	'debug': (debug, recording),
 }
 ALL_GROUPS = 'all'
 DEFAULT_GROUPS = ('core',)

@@ -1,0 +1,382 @@
+"""The flight recorder: what a recorded session did, call by call, kept on disk for a while.
+
+A session is recorded when the server runs with ``--record trace`` or when
+``browser_create_session`` asks for ``record: ["trace"]``. Its recording is a directory under the
+server's state directory, named by a digest of (principal, session id) and a random suffix (never
+the id itself), holding ``trace.jsonl`` (one JSON object per call, written as each call ends) and
+``shot-<n>.jpg``: a scaled-down JPEG of the page after each page-changing call, taken by the
+browser itself (``Page.captureScreenshot`` with a clip scale), so no image work runs on the loop.
+
+Bounded: a recording stops growing at ``SIZE_CAP`` bytes (a last ``truncated`` line says so);
+a write that fails (full disk, a directory gone) marks it truncated and the session carries on.
+Recordings outlive their session for ``--recordings-ttl`` seconds, all of them together under
+``TOTAL_CAP`` bytes (the oldest closed ones go first), and belong to the session's principal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from browser_use_mcp.calllog import _USERINFO, REDACTED, is_secret
+
+logger = logging.getLogger('browser_use_mcp.recorder')
+
+KINDS = ('trace',)  # what a session can record now
+NOT_YET = ('har', 'video')  # kinds issue #27 plans, refused with a clear error until they exist
+RESULT_LIMIT = 2000  # characters of a call's result text kept in the trace
+VALUE_LIMIT = 2000  # characters of one string argument kept in the trace
+SHOT_WIDTH = 640  # px: screenshots are scaled down to this width (never up)
+SHOT_QUALITY = 60  # JPEG quality
+SIZE_CAP = 50 * 1024 * 1024  # bytes of one recording; past it, it says "truncated" and stops
+TOTAL_CAP = 500 * 1024 * 1024  # bytes of all recordings kept; the oldest closed ones are evicted first
+DEFAULT_TTL = 86400.0  # s a recording is kept after its session closed
+STEP_BOUND = 2.0  # s the recorder may spend on each read of the page around one call
+
+# Calls after which the page (or which page is shown) may have changed: a screenshot follows.
+PAGE_CHANGING = frozenset(
+	{
+		'browser_navigate',
+		'browser_click',
+		'browser_type',
+		'browser_send_keys',
+		'browser_go_back',
+		'browser_scroll',
+		'browser_switch_tab',
+		'browser_close_tab',
+		'browser_select_option',
+		'browser_hover',
+		'browser_drag',
+		'browser_upload_file',
+		'browser_evaluate',
+		'retry_with_browser_use_agent',
+	}
+)
+
+
+def parse_kinds(value: Any, where: str = 'record') -> tuple[str, ...]:
+	"""``"trace"`` or ``["trace"]`` as a tuple of kinds; anything else is a ValueError that says
+	what is valid (``har`` and ``video`` are known but not supported yet)."""
+	items = [value] if isinstance(value, str) else value
+	at = f'{where}: ' if where else ''
+	if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+		raise ValueError(f'{at}must be a kind or a list of kinds; valid kinds: {", ".join(KINDS)}')
+	kinds: list[str] = []
+	for item in items:
+		kind = item.strip().lower()
+		if kind in NOT_YET:
+			raise ValueError(f'{at}{kind!r} is not supported yet; valid kinds: {", ".join(KINDS)}')
+		if kind not in KINDS:
+			raise ValueError(f'{at}unknown kind {item[:40]!r}; valid kinds: {", ".join(KINDS)}')
+		if kind not in kinds:
+			kinds.append(kind)
+	return tuple(kinds)
+
+
+def redact(value: Any, name: str = '', depth: int = 0) -> Any:
+	"""An argument as the trace keeps it: the rules of calllog.py (a secret-named value is ``***``,
+	a header mapping keeps its names, a URL's user:password@ goes), strings cut at VALUE_LIMIT."""
+	if name and is_secret(name):
+		return REDACTED
+	if isinstance(value, dict):
+		if 'header' in name.lower():
+			return dict.fromkeys(map(str, value), REDACTED)
+		if depth > 3:
+			return '{…}'
+		return {str(k): redact(v, str(k), depth + 1) for k, v in value.items()}
+	if isinstance(value, list | tuple):
+		return [redact(v, name, depth + 1) for v in list(value)[:50]]
+	if isinstance(value, str):
+		text = _USERINFO.sub(f'://{REDACTED}@', value)
+		return text if len(text) <= VALUE_LIMIT else text[: VALUE_LIMIT - 1] + '…'
+	return value
+
+
+def _typed_secret(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+	"""browser_type's text when it looks like an email or a token: hidden from the trace as it is
+	from the tool's own reply."""
+	if tool == 'browser_type' and isinstance(args.get('text'), str):
+		from browser_use_mcp.tools.interaction import _sensitive_kind
+
+		if _sensitive_kind(args['text']):
+			return {**args, 'text': REDACTED}
+	return args
+
+
+@dataclass
+class Recording:
+	"""One session's trace on disk."""
+
+	principal: str
+	session_id: str
+	path: Path
+	size_cap: int = SIZE_CAP
+	started: float = field(default_factory=time.time)
+	closed_at: float | None = None
+	size: int = 0
+	calls: int = 0
+	truncated: str | None = None  # why it stopped growing
+	pending: asyncio.Task[None] | None = field(default=None, repr=False)  # the screenshot being taken
+
+	@property
+	def trace(self) -> Path:
+		return self.path / 'trace.jsonl'
+
+	def _write(self, data: bytes, path: Path, mode: str = 'ab') -> bool:
+		"""Append/write ``data``; False (and truncated) when over the cap or the disk refuses."""
+		if self.truncated is not None:
+			return False
+		if self.size + len(data) > self.size_cap:
+			self._truncate(f'size cap of {self.size_cap} bytes reached')
+			return False
+		try:
+			with open(path, mode) as f:
+				f.write(data)
+		except OSError as exc:
+			self._truncate(f'could not write: {exc.strerror or exc}')
+			return False
+		self.size += len(data)
+		return True
+
+	def _truncate(self, why: str) -> None:
+		self.truncated = why
+		logger.warning('recording of session %r truncated: %s', self.session_id[:40], why)
+		line = json.dumps({'truncated': why, 'at': time.time()}).encode() + b'\n'
+		with contextlib.suppress(OSError):  # best effort: the disk may be the reason
+			with open(self.trace, 'ab') as f:
+				f.write(line)
+			self.size += len(line)
+
+	def line(self, entry: dict[str, Any]) -> bool:
+		return self._write(json.dumps(entry, ensure_ascii=False, default=str).encode() + b'\n', self.trace)
+
+	async def settle(self) -> None:
+		"""Wait (bounded) for the screenshot of the last page-changing call to be taken and written."""
+		task = self.pending
+		if task is not None and not task.done():
+			await asyncio.wait({task}, timeout=2 * STEP_BOUND)
+
+	async def before(self, state: Any, read_only: bool) -> dict[str, Any]:
+		"""The page before a call. A call that may change the page first waits for the previous
+		call's screenshot, so that screenshot never shows this call's doing; a read-only call runs
+		beside it."""
+		if not read_only:
+			await self.settle()
+		url, title = await _page(state)
+		return {'url_before': redact(url), 'title_before': title}
+
+	async def after(
+		self,
+		state: Any,
+		tool: str,
+		read_only: bool,
+		args: dict[str, Any],
+		started: float,
+		duration: float,
+		result: Any,
+		error: str | None,
+		seen: dict[str, Any],
+	) -> None:
+		"""Write one call's entry once it ended; after a page-changing call the screenshot is taken
+		in the background (the reply does not wait for the browser's next frame) and the entry is
+		written with it. Never raises."""
+		try:
+			self.calls += 1
+			seq = self.calls
+			entry: dict[str, Any] = {
+				'seq': seq,
+				'tool': tool,
+				'started': started,
+				'duration_ms': round(duration * 1000, 1),
+				'args': redact(_typed_secret(tool, args)),
+				'ok': error is None,
+				'error': error,
+				'result': None,
+				'result_truncated': False,
+				**seen,
+			}
+			text = getattr(result, 'text', result if isinstance(result, str) else None)
+			if isinstance(text, str):
+				entry['result'] = _USERINFO.sub(f'://{REDACTED}@', text[:RESULT_LIMIT])
+				entry['result_truncated'] = len(text) > RESULT_LIMIT
+			cancelled = error == 'cancelled'
+			if read_only:  # it did not change the page: after is before
+				url, title = seen.get('url_before'), seen.get('title_before')
+			else:
+				url, title = (None, None) if cancelled else await _page(state)
+			entry['url_after'], entry['title_after'] = redact(url), title
+			entry['screenshot'] = None
+			if tool in PAGE_CHANGING and not cancelled and self.truncated is None:
+				self.pending = asyncio.create_task(self._shoot(state, entry), name=f'recorder-shot-{seq}')
+			else:
+				self.line(entry)
+		except Exception as exc:  # the recorder never breaks a call
+			logger.warning('could not record %s: %s', tool, exc)
+
+	async def _shoot(self, state: Any, entry: dict[str, Any]) -> None:
+		try:
+			data = await _shot(state)
+			if data is not None:
+				name = f'shot-{entry["seq"]:05d}.jpg'
+				if await asyncio.to_thread(self._write, data, self.path / name, 'wb'):
+					entry['screenshot'] = name
+		except Exception as exc:
+			logger.warning('could not record the screenshot after %s: %s', entry.get('tool'), exc)
+		finally:
+			self.line(entry)
+
+	async def close(self) -> None:
+		if self.closed_at is None:
+			await self.settle()
+			self.closed_at = time.time()
+			self.line({'closed': self.closed_at})
+
+
+async def _page(state: Any) -> tuple[str | None, str | None]:
+	"""The focused page's URL and title, in one round trip, bounded; (None, None) if unreadable."""
+	from browser_use_mcp.tools.common import cdp_page
+
+	try:
+		cdp = await asyncio.wait_for(cdp_page(state), STEP_BOUND)
+		result = await asyncio.wait_for(
+			cdp.cdp_client.send.Runtime.evaluate(
+				params={'expression': '[location.href, document.title]', 'returnByValue': True}, session_id=cdp.session_id
+			),
+			STEP_BOUND,
+		)
+		value = result.get('result', {}).get('value')
+		if isinstance(value, list) and len(value) == 2:
+			return str(value[0]), str(value[1])
+	except (Exception, TimeoutError) as exc:
+		logger.info('recorder could not read the page: %s', exc)
+	return None, None
+
+
+async def _shot(state: Any) -> bytes | None:
+	"""The visible part of the focused page as a JPEG SHOT_WIDTH px wide at most, scaled by Chromium."""
+	from browser_use_mcp.tools.common import cdp_page
+
+	try:
+		cdp = await asyncio.wait_for(cdp_page(state), STEP_BOUND)
+		send, sid = cdp.cdp_client.send, cdp.session_id
+		metrics = await asyncio.wait_for(send.Page.getLayoutMetrics(session_id=sid), STEP_BOUND)
+		view = metrics.get('cssVisualViewport') or metrics.get('cssLayoutViewport') or {}
+		width = float(view.get('clientWidth') or 0) or 1280.0
+		height = float(view.get('clientHeight') or 0) or 800.0
+		params = {
+			'format': 'jpeg',
+			'quality': SHOT_QUALITY,
+			'optimizeForSpeed': True,
+			'clip': {
+				'x': float(view.get('pageX') or 0),
+				'y': float(view.get('pageY') or 0),
+				'width': width,
+				'height': height,
+				'scale': min(1.0, SHOT_WIDTH / width),
+			},
+		}
+		shot = await asyncio.wait_for(send.Page.captureScreenshot(params=params, session_id=sid), STEP_BOUND)
+		return base64.b64decode(shot['data'])
+	except (Exception, TimeoutError) as exc:
+		logger.info('recorder could not take a screenshot: %s', exc)
+		return None
+
+
+class RecordingExpired(Exception):
+	pass
+
+
+class Recordings:
+	"""Every recording of this server: made per session, looked up by (principal, session id),
+	kept ``ttl`` s after the session closed, all under ``total_cap`` bytes."""
+
+	def __init__(self, root: Path, ttl: float = DEFAULT_TTL, total_cap: int = TOTAL_CAP, size_cap: int = SIZE_CAP) -> None:
+		self.root = root
+		self.ttl = ttl
+		self.total_cap = total_cap
+		self.size_cap = size_cap
+		self._by_key: dict[tuple[str, str], Recording] = {}
+		self._expired: dict[tuple[str, str], float] = {}  # key -> when its recording was dropped
+		self._doomed: list[Path] = []  # directories of dropped recordings, deleted off the loop (purge)
+
+	def start(self, principal: str, session_id: str) -> Recording | None:
+		"""A new recording for this session (replacing an older one of the same id); None when its
+		directory cannot be made (the session then runs unrecorded, and the log says why)."""
+		from browser_use_mcp.browser import session_digest
+
+		self.sweep()
+		key = (principal, session_id)
+		old = self._by_key.pop(key, None)
+		if old is not None:
+			self._drop(old)
+		self._expired.pop(key, None)
+		path = self.root / f'r-{session_digest(principal, session_id)}-{secrets.token_hex(4)}'
+		try:
+			path.mkdir(parents=True, mode=0o700)
+		except OSError as exc:
+			logger.warning('cannot record session %r: %s', session_id[:40], exc)
+			return None
+		recording = Recording(principal, session_id, path, size_cap=self.size_cap)
+		recording.line({'recording': 'trace', 'started': recording.started, 'size_cap': self.size_cap})
+		self._by_key[key] = recording
+		return recording
+
+	def get(self, principal: str, session_id: str) -> Recording | None:
+		"""This principal's recording of that session; None if there is none (or it is another's);
+		raises RecordingExpired when it was kept and has since gone."""
+		self.sweep()
+		key = (principal, session_id)
+		recording = self._by_key.get(key)
+		if recording is None and key in self._expired:
+			raise RecordingExpired(key)
+		return recording
+
+	def sweep(self, now: float | None = None) -> None:
+		"""Drop closed recordings past their ttl, then the oldest closed ones while over the total cap."""
+		now = time.time() if now is None else now
+		for key, rec in list(self._by_key.items()):
+			if rec.closed_at is not None and now - rec.closed_at > self.ttl:
+				self._evict(key, now)
+		total = sum(r.size for r in self._by_key.values())
+		for key, rec in sorted(self._by_key.items(), key=lambda kv: kv[1].closed_at or float('inf')):
+			if total <= self.total_cap or rec.closed_at is None:
+				break
+			total -= rec.size
+			self._evict(key, now)
+
+	def _evict(self, key: tuple[str, str], now: float) -> None:
+		rec = self._by_key.pop(key)
+		self._expired[key] = now
+		self._drop(rec)
+
+	def _drop(self, rec: Recording) -> None:
+		rec.truncated = rec.truncated or 'expired'  # a call still writing to it stops
+		self._doomed.append(rec.path)
+
+	def purge(self) -> None:
+		"""Delete the directories of dropped recordings (blocking: run it in a thread)."""
+		while self._doomed:
+			shutil.rmtree(self._doomed.pop(), ignore_errors=True)
+
+
+def read_trace(recording: Recording) -> list[dict[str, Any]]:
+	"""The trace's lines as written (a line cut by a full disk is skipped)."""
+	out = []
+	try:
+		text = recording.trace.read_text(encoding='utf-8', errors='replace')
+	except OSError:
+		return out
+	for line in text.splitlines():
+		with contextlib.suppress(ValueError):
+			out.append(json.loads(line))
+	# a page-changing call's entry is written when its screenshot is in: possibly after the next call's
+	return sorted(out, key=lambda e: e.get('seq', 0) if isinstance(e, dict) else 0)

@@ -1,0 +1,123 @@
+"""The flight recorder without a browser: kinds, settings, redaction, caps, a disk that refuses,
+expiry and eviction (recorder.py). The end-to-end tests are tests/e2e/test_recording*.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from browser_use_mcp.config import load_config
+from browser_use_mcp.recorder import Recording, RecordingExpired, Recordings, parse_kinds, read_trace, redact
+
+
+def test_kinds() -> None:
+	assert parse_kinds('trace') == ('trace',) == parse_kinds(['trace', 'TRACE'])
+	for bad, words in (('har', 'not supported yet'), ('video', 'not supported yet'), ('pcap', 'unknown kind'), (3, 'list')):
+		with pytest.raises(ValueError, match=words) as info:
+			parse_kinds(bad)
+		assert 'valid kinds: trace' in str(info.value)
+
+
+def test_server_wide_setting(tmp_path: Path) -> None:
+	env = {'BROWSER_USE_MCP_STATE_DIR': str(tmp_path)}
+	assert load_config(env, browser_use=False).record == ()
+	assert load_config({**env, 'BROWSER_USE_MCP_RECORD': 'trace'}, browser_use=False).record == ('trace',)
+	config = load_config(env, browser_use=False, record=('trace',), recordings_ttl=60.0)
+	assert config.record == ('trace',) and config.recordings_ttl == 60.0
+	with pytest.raises(SystemExit, match='--record.*not supported yet'):
+		load_config({**env, 'BROWSER_USE_MCP_RECORD': 'video'}, browser_use=False)
+
+
+def test_redaction() -> None:
+	args = {
+		'url': 'https://me:hunter2@example.com/x',
+		'password': 'hunter2',
+		'extra_http_headers': {'Authorization': 'Bearer abc'},
+		'nested': {'api_key': 'k', 'fine': 'ok'},
+		'text': 'x' * 5000,
+	}
+	out = redact(args)
+	assert 'hunter2' not in json.dumps(out) and 'Bearer' not in json.dumps(out)
+	assert out['url'] == 'https://***@example.com/x'
+	assert out['extra_http_headers'] == {'Authorization': '***'}
+	assert out['nested'] == {'api_key': '***', 'fine': 'ok'}
+	assert len(out['text']) == 2000
+
+
+async def record_calls(rec: Recording, count: int) -> None:
+	state = SimpleNamespace(browser_session=None)  # no browser: page reads and screenshots give None
+	for i in range(count):
+		seen = await rec.before(state, read_only=True)
+		await rec.after(state, 'browser_get_state', True, {'n': i}, 0.0, 0.01, 'x' * 100, None, seen)
+
+
+async def test_size_cap_truncates(tmp_path: Path) -> None:
+	recordings = Recordings(tmp_path / 'rec', size_cap=1024)
+	rec = recordings.start('p', 's')
+	assert rec is not None
+	await record_calls(rec, 20)
+	assert rec.truncated and 'size cap' in rec.truncated
+	lines = read_trace(rec)
+	assert 'truncated' in lines[-1] or any('truncated' in line for line in lines)
+	assert 0 < len([line for line in lines if 'seq' in line]) < 20
+	assert rec.size <= 1024 + 200
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root writes anywhere')
+async def test_unwritable_directory_truncates_without_raising(tmp_path: Path) -> None:
+	rec = Recordings(tmp_path / 'rec').start('p', 's')
+	assert rec is not None
+	rec.path.chmod(0o500)
+	rec.trace.chmod(0o400)
+	try:
+		await record_calls(rec, 2)
+		assert rec.truncated and 'could not write' in rec.truncated
+	finally:
+		rec.path.chmod(0o700)
+
+
+async def test_vanished_directory_truncates_without_raising(tmp_path: Path) -> None:
+	rec = Recordings(tmp_path / 'rec').start('p', 's')
+	assert rec is not None
+	import shutil
+
+	shutil.rmtree(rec.path)  # as a full disk would refuse: every write fails
+	await record_calls(rec, 2)
+	assert rec.truncated and 'could not write' in rec.truncated
+
+
+async def test_ttl_principal_and_eviction(tmp_path: Path) -> None:
+	recordings = Recordings(tmp_path / 'rec', ttl=100.0, total_cap=10_000)
+	mine = recordings.start('alice', 'a')
+	assert mine is not None and 'a' not in mine.path.name.split('-')  # the id is never a path component
+	assert recordings.get('bob', 'a') is None  # another principal: as unknown
+	await mine.close()
+	assert recordings.get('alice', 'a') is mine
+	recordings.sweep(now=mine.closed_at + 101)
+	with pytest.raises(RecordingExpired):
+		recordings.get('alice', 'a')
+	recordings.purge()
+	assert not mine.path.exists()
+
+	old, new = recordings.start('alice', 'old'), recordings.start('alice', 'new')
+	assert old is not None and new is not None
+	await old.close()
+	await new.close()
+	old.size = new.size = 6_000  # together over the total cap: the older closed one goes
+	recordings.sweep()
+	assert recordings.get('alice', 'new') is new
+	with pytest.raises(RecordingExpired):
+		recordings.get('alice', 'old')
+
+
+def test_flags(tmp_path: Path) -> None:
+	from browser_use_mcp import cli
+
+	overrides = cli.cli_overrides(cli.build_parser().parse_args(['--record', 'trace', '--recordings-ttl', '60']))
+	assert overrides == {'record': ('trace',), 'recordings_ttl': 60.0}
+	config = load_config({'BROWSER_USE_MCP_STATE_DIR': str(tmp_path)}, browser_use=False, **overrides)
+	assert (config.record, config.recordings_ttl) == (('trace',), 60.0)
