@@ -108,6 +108,7 @@ class ServerConfig:
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
 	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
 	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
+	typing_keeps_focus: bool = True  # browser_type sends no synthetic blur after typing (autocompletes stay open)
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
@@ -215,6 +216,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
 	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
 	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
+	'typing_keeps_focus': (f'{ENV_PREFIX}TYPING_KEEPS_FOCUS', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),

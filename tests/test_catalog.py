@@ -116,6 +116,7 @@ ADDED_ARGUMENTS = {
 	'max_chars',
 	'index',
 	'amount',
+	'blur',  # browser_type: leave the field afterwards (upstream's always sent a synthetic blur)
 }  # all optional: upstream's calls still work
 REPORTS_STATE = {
 	'browser_navigate',

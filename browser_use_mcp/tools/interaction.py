@@ -88,6 +88,11 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 class TypeArgs(Args):
 	index: int = Field(ge=0, description='Index of the input element, from browser_get_state.')
 	text: str = Field(description='Text to type; the field is cleared first. An empty string just clears the field.')
+	blur: bool = Field(
+		False,
+		description='Leave the field afterwards, as a user tabbing away would (its blur and change handlers run). '
+		'By default the field keeps the focus, so suggestion lists that open while typing stay open.',
+	)
 	include_state: IncludeState = False
 
 
@@ -117,9 +122,13 @@ async def browser_type(state: SessionState, args: TypeArgs, call: Call) -> str:
 	kind = _sensitive_kind(args.text)
 	event = TypeTextEvent(node=node, text=args.text, is_sensitive=kind is not None, sensitive_key_name=kind)
 	await dispatch(state, event, f'Typing into element {args.index}')
+	left = ''
+	if args.blur:
+		await call_on(state, node, 'function() { this.blur(); }')
+		left = ' and left it'
 	if kind:
-		return f'Typed <{kind}> into element {args.index}'
-	return f"Typed '{args.text}' into element {args.index}"
+		return f'Typed <{kind}> into element {args.index}{left}'
+	return f"Typed '{args.text}' into element {args.index}{left}"
 
 
 # Date and time fields take no typed text in a fixed form (what keys do depends on the browser's
