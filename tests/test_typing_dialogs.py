@@ -4,6 +4,7 @@ check reads the page's own state back with browser_evaluate."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +34,11 @@ city.addEventListener('input', () => {
 city.addEventListener('blur', () => { window.log.push('blur'); menu.style.display = 'none'; });
 city.addEventListener('change', () => window.log.push('change'));
 </script>""",
+	'/dialogs': """<button id="a" onclick="alert('Hello there'); this.dataset.after = 'yes'">Alert</button>
+<button id="c" onclick="window.confirmed = confirm('Delete it?')">Confirm</button>
+<button id="p" onclick="window.answer = prompt('Your name?', 'nobody')">Prompt</button>
+<button id="leave" onclick="window.onbeforeunload = (e) => { e.preventDefault(); e.returnValue = ''; }">Guard</button>
+<button id="later" onclick="setTimeout(() => { alert('Later'); window.late = 'answered'; }, 400)">Later</button>""",
 }
 
 
@@ -61,7 +67,8 @@ def pages() -> Iterator[str]:
 
 @pytest.fixture(scope='module')
 async def mcp(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> AsyncIterator[Mcp]:
-	async with Background(running_server(tmp_path_factory.mktemp('typing-home'), '--tools', 'all')) as server:
+	home = tmp_path_factory.mktemp('typing-home')
+	async with Background(running_server(home, '--tools', 'all', '--dialogs', 'hold')) as server:
 		yield server
 
 
@@ -73,8 +80,8 @@ async def open_page(mcp: Mcp, url: str, session: str = SID) -> dict[str, Any]:
 	return await mcp.page_state(session)
 
 
-def index_of(state: dict[str, Any], tag: str, nth: int = 0) -> int:
-	found = [e['index'] for e in state['interactive_elements'] if e['tag'] == tag]
+def index_of(state: dict[str, Any], tag: str, nth: int = 0, text: str = '') -> int:
+	found = [e['index'] for e in state['interactive_elements'] if e['tag'] == tag and text in e['text']]
 	assert len(found) > nth, f'no element {tag} in {state["interactive_elements"]}'
 	return found[nth]
 
@@ -106,3 +113,63 @@ async def test_typing_with_blur_leaves_the_field_as_a_user_would(mcp: Mcp, pages
 		True,
 		False,
 	]
+
+
+async def test_a_held_alert_is_told_shown_and_answered(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/dialogs')
+	clicked = await mcp.ok('browser_click', session_id=SID, index=index_of(state, 'button', text='Alert'))
+	told = ' '.join(clicked.texts)
+	assert 'alert dialog' in told and 'Hello there' in told and 'browser_handle_dialog' in told
+	shown = await mcp.page_state(SID)
+	assert shown['dialog'] == {'type': 'alert', 'message': 'Hello there', 'url': f'{pages}/dialogs'}
+	answered = await mcp.ok('browser_handle_dialog', session_id=SID, accept=True)
+	assert 'Hello there' in answered.text and 'accepted' in answered.text
+	assert await js(mcp, 'document.getElementById("a").dataset.after') == 'yes'
+	assert 'dialog' not in await mcp.page_state(SID)
+	none = await mcp.call('browser_handle_dialog', session_id=SID, accept=True)
+	assert none.is_error and 'No dialog is open' in none.text
+
+
+async def test_confirm_and_prompt_get_the_callers_answer(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/dialogs')
+	await mcp.ok('browser_click', session_id=SID, index=index_of(state, 'button', text='Confirm'))
+	assert (await mcp.page_state(SID))['dialog']['type'] == 'confirm'
+	wrong = await mcp.call('browser_handle_dialog', session_id=SID, accept=True, prompt_text='x')
+	assert wrong.is_error and 'prompt_text' in wrong.text
+	await mcp.ok('browser_handle_dialog', session_id=SID, accept=False)
+	assert await js(mcp, 'window.confirmed') is False
+	await mcp.ok('browser_click', session_id=SID, index=index_of(state, 'button', text='Prompt'))
+	assert (await mcp.page_state(SID))['dialog'] == {
+		'type': 'prompt',
+		'message': 'Your name?',
+		'url': f'{pages}/dialogs',
+		'default_prompt': 'nobody',
+	}
+	done = await mcp.ok('browser_handle_dialog', session_id=SID, accept=True, prompt_text='Ada')
+	assert "'Ada'" in done.text
+	assert await js(mcp, 'window.answer') == 'Ada'
+
+
+async def test_a_dialog_opened_between_calls_is_told_on_the_next_one(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/dialogs')
+	await mcp.ok('browser_click', session_id=SID, index=index_of(state, 'button', text='Later'))
+	await asyncio.sleep(0.8)
+	listed = await mcp.ok('browser_list_tabs', session_id=SID)
+	notes = [t for t in listed.texts[1:] if 'Later' in t and 'alert' in t]
+	assert len(notes) == 1, listed.texts
+	await mcp.ok('browser_handle_dialog', session_id=SID, accept=True)
+	assert await js(mcp, 'window.late') == 'answered'
+
+
+async def test_a_leave_page_dialog_is_held_until_answered(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/dialogs')
+	await mcp.ok('browser_click', session_id=SID, index=index_of(state, 'button', text='Guard'))  # also a user gesture
+	going = await mcp.ok('browser_navigate', session_id=SID, url=f'{pages}/autocomplete')
+	assert 'beforeunload' in ' '.join(going.texts) or 'leave-page' in ' '.join(going.texts), going.texts
+	assert (await mcp.page_state(SID))['dialog']['type'] == 'beforeunload'
+	await mcp.ok('browser_handle_dialog', session_id=SID, accept=False)  # stay
+	assert await js(mcp, 'location.pathname') == '/dialogs'
+	await mcp.ok('browser_navigate', session_id=SID, url=f'{pages}/autocomplete')
+	await mcp.ok('browser_handle_dialog', session_id=SID, accept=True)  # leave
+	await asyncio.sleep(0.3)
+	assert await js(mcp, 'location.pathname') == '/autocomplete'

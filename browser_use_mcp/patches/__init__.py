@@ -58,6 +58,7 @@ PATCH_MODULES = (
 	'paint_order_index',
 	'offload_state',
 	'typing_keeps_focus',
+	'dialog_hold',
 )
 
 

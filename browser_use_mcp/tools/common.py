@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from browser_use_mcp import urls
+from browser_use_mcp import dialogs, urls
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
 from browser_use_mcp.patches import direct_state, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
@@ -196,6 +196,11 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 	ones: a new page epoch, whose document is read first (a navigation during the capture then makes
 	its indices stale, never wrong)."""
 	bs = state.browser_session
+	held = dialogs.of(state)
+	if held is not None and held.pending:
+		blocking = held.pending.get((await cdp_page(state)).session_id)
+		if blocking is not None:  # its page runs no script until it is answered: nothing to capture
+			return Reply(as_json({'url': blocking.url, 'dialog': blocking.describe(), 'interactive_elements': []}))
 	target_id, loader_id = await document_id(state)
 	# The titles are read while browser-use captures the DOM (their round trips overlap its own);
 	# they are only shown, never part of the epoch.
@@ -222,6 +227,8 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 		'tabs': [{'url': t.url, 'title': titles.get(t.target_id, t.title)} for t in summary.tabs],
 		'interactive_elements': [],
 	}
+	if held is not None and held.pending:  # in another tab
+		result['dialog'] = held.first().describe()
 	if summary.page_info:
 		pi = summary.page_info
 		result['viewport'] = {'width': pi.viewport_width, 'height': pi.viewport_height}
