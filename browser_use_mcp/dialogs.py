@@ -80,7 +80,10 @@ def holding(state: SessionState) -> bool:
 
 def of(state: SessionState) -> Dialogs | None:
 	"""The session's held dialogs, once it holds them (``watch``); None in accept mode."""
-	return _by_state.get(state)
+	try:
+		return _by_state.get(state)
+	except TypeError:  # not a SessionState (a stand-in): it holds none
+		return None
 
 
 def watch(state: SessionState) -> Dialogs | None:
@@ -128,13 +131,6 @@ def watch(state: SessionState) -> Dialogs | None:
 	except internals.Unavailable as exc:  # browser_handle_dialog then learns it from Chromium's answer
 		logger.info('dialogs closed by the page are not noticed (%s)', exc)
 	return dialogs
-
-
-def forget(state: SessionState) -> None:
-	dialogs = _by_state.pop(state, None)
-	bs = dialogs.session_ref() if dialogs is not None and dialogs.session_ref is not None else None
-	if bs is not None:
-		dialog_hold.release(bs)
 
 
 def stopped_reply(tool: str, dialogs: Dialogs | None, structured: bool) -> Any:
