@@ -34,6 +34,17 @@ city.addEventListener('input', () => {
 city.addEventListener('blur', () => { window.log.push('blur'); menu.style.display = 'none'; });
 city.addEventListener('change', () => window.log.push('change'));
 </script>""",
+	'/form': """<input id="name" value="from html"> <textarea id="bio"></textarea>
+<input id="pw" type="password"> <input id="pw2" type="password">
+<label><input id="agree" type="checkbox" checked> Agree</label> <label><input id="news" type="checkbox"> News</label>
+<label><input type="radio" name="r" id="r1"> One</label> <label><input type="radio" name="r" id="r2" checked> Two</label>
+<select id="colour"><option>Red</option><option selected>Green</option></select>
+<select id="many" multiple size="3"><option selected>A</option><option>B</option><option selected>C</option></select>
+<button id="off" disabled>Disabled</button> <button id="menu" aria-expanded="false">Menu</button>
+<div role="checkbox" aria-checked="mixed" tabindex="0">Some</div>
+<script>document.getElementById('name').value = 'typed by script'; document.getElementById('bio').value = 'hello';
+document.getElementById('pw').value = 'secret-1234';</script>""",
+	'/plain': """<a href="/form">Form</a> <button>Go</button>""",
 	'/dialogs': """<button id="a" onclick="alert('Hello there'); this.dataset.after = 'yes'">Alert</button>
 <button id="c" onclick="window.confirmed = confirm('Delete it?')">Confirm</button>
 <button id="p" onclick="window.answer = prompt('Your name?', 'nobody')">Prompt</button>
@@ -173,3 +184,34 @@ async def test_a_leave_page_dialog_is_held_until_answered(mcp: Mcp, pages: str) 
 	await mcp.ok('browser_handle_dialog', session_id=SID, accept=True)  # leave
 	await asyncio.sleep(0.3)
 	assert await js(mcp, 'location.pathname') == '/autocomplete'
+
+
+def by_text(state: dict[str, Any], tag: str, text: str = '', nth: int = 0) -> dict[str, Any]:
+	return state['interactive_elements'][
+		[e['index'] for e in state['interactive_elements']].index(index_of(state, tag, nth, text))
+	]
+
+
+async def test_the_state_carries_each_form_fields_current_state(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/form')
+	assert 'secret-1234' not in str(state)
+	inputs = [e for e in state['interactive_elements'] if e['tag'] == 'input']
+	assert inputs[0]['value'] == 'typed by script'  # the live value, not the attribute
+	assert by_text(state, 'textarea')['value'] == 'hello'
+	passwords = [e for e in inputs if e.get('value') == '<redacted>']
+	assert len(passwords) == 1  # the filled one; the empty one carries no value
+	checks = [e.get('checked') for e in inputs if 'checked' in e]
+	assert checks == [True, False, False, True], inputs
+	assert by_text(state, 'select')['selected'] == 'Green'
+	assert by_text(state, 'select', nth=1)['selected'] == ['A', 'C']
+	assert [e['text'] for e in state['interactive_elements'] if e['tag'] == 'option' and e.get('selected')] == ['A', 'C']
+	menu = by_text(state, 'button', 'Menu')
+	assert menu['expanded'] is False and 'disabled' not in menu
+	assert by_text(state, 'div', 'Some')['checked'] == 'mixed'
+	await mcp.ok('browser_type', session_id=SID, index=index_of(state, 'textarea'), text='changed')
+	assert by_text(await mcp.page_state(SID), 'textarea')['value'] == 'changed'
+
+
+async def test_a_page_without_forms_gets_no_new_keys(mcp: Mcp, pages: str) -> None:
+	state = await open_page(mcp, f'{pages}/plain')
+	assert [sorted(e) for e in state['interactive_elements']] == [['href', 'index', 'tag', 'text'], ['index', 'tag', 'text']]
