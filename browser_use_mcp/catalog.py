@@ -198,8 +198,11 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any, *, s
 			f'the session on {now_on}.'
 		)
 	state.crash_signal.clear()
-	if held is not None:
-		held.opened.clear()
+	if held is not None:  # one already open blocks its page: what waits on the page ends as if it opened now
+		if held.pending:
+			held.opened.set()
+		else:
+			held.opened.clear()
 	work = asyncio.ensure_future(body(state))
 	crash = asyncio.ensure_future(state.crash_signal.wait())
 	opened = asyncio.ensure_future(held.opened.wait()) if held is not None else asyncio.get_running_loop().create_future()

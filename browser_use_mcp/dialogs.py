@@ -141,7 +141,7 @@ def stopped_reply(tool: str, dialogs: Dialogs | None, structured: bool) -> Any:
 	dialog = dialogs.first() if dialogs is not None else None
 	what = f'a {dialog.kind} dialog' if dialog is not None else 'a dialog'
 	text = (
-		f'{tool}: the page opened {what} and waits for an answer, so this call stopped waiting for the page '
+		f'{tool}: {what} is open in the page and waits for an answer, so this call stopped waiting for the page '
 		'(what it sent was sent). Answer it with browser_handle_dialog.'
 	)
 	if structured:  # no output of the declared shape to give

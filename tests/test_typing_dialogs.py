@@ -133,6 +133,8 @@ async def test_a_held_alert_is_told_shown_and_answered(mcp: Mcp, pages: str) -> 
 	assert 'alert dialog' in told and 'Hello there' in told and 'browser_handle_dialog' in told
 	shown = await mcp.page_state(SID)
 	assert shown['dialog'] == {'type': 'alert', 'message': 'Hello there', 'url': f'{pages}/dialogs'}
+	blocked = await mcp.call('browser_evaluate', session_id=SID, expression='1 + 1')  # the page runs no script
+	assert blocked.is_error and 'alert dialog is open' in blocked.text and 'browser_handle_dialog' in blocked.text
 	answered = await mcp.ok('browser_handle_dialog', session_id=SID, accept=True)
 	assert 'Hello there' in answered.text and 'accepted' in answered.text
 	assert await js(mcp, 'document.getElementById("a").dataset.after') == 'yes'
@@ -215,3 +217,15 @@ async def test_the_state_carries_each_form_fields_current_state(mcp: Mcp, pages:
 async def test_a_page_without_forms_gets_no_new_keys(mcp: Mcp, pages: str) -> None:
 	state = await open_page(mcp, f'{pages}/plain')
 	assert [sorted(e) for e in state['interactive_elements']] == [['href', 'index', 'tag', 'text'], ['index', 'tag', 'text']]
+
+
+async def test_without_hold_there_is_no_dialog_to_answer() -> None:
+	from types import SimpleNamespace
+
+	from browser_use_mcp.config import ServerConfig
+	from browser_use_mcp.errors import InvalidArgument
+	from browser_use_mcp.tools.interaction import HandleDialogArgs, browser_handle_dialog
+
+	state = SimpleNamespace(config=ServerConfig(dialogs='accept'))
+	with pytest.raises(InvalidArgument, match='--dialogs hold'):
+		await browser_handle_dialog.handler(state, HandleDialogArgs(accept=True), None)  # type: ignore[arg-type]
