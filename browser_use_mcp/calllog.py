@@ -23,7 +23,7 @@ SECRET_NAMES = ('password', 'passwd', 'secret', 'token', 'cookie', 'credential',
 # The user:password@ of a URL. Anchored on the literal '://' so a search is linear in the text: a
 # scheme pattern in front (``[a-z][a-z0-9+.-]*://``) backtracks quadratically on a long run of
 # letters, and an agent's 100,000-character argument then held its call for a minute.
-_USERINFO = re.compile(r'://[^/@\s]*@')
+USERINFO = re.compile(r'://[^/@\s]*@')
 
 
 def is_secret(name: str) -> bool:
@@ -43,7 +43,7 @@ def _value(name: str, value: Any, depth: int) -> str:
 
 def _short(value: Any, depth: int = 0) -> str:
 	if isinstance(value, str):
-		text = _USERINFO.sub(f'://{REDACTED}@', value)  # http://user:pass@host
+		text = USERINFO.sub(f'://{REDACTED}@', value)  # http://user:pass@host
 		text = text.replace('\n', ' ')
 		return repr(text if len(text) <= VALUE_LIMIT else text[: VALUE_LIMIT - 1] + '…')
 	if isinstance(value, dict):

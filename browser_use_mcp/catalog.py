@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from browser_use_mcp import dialogs
 from browser_use_mcp.errors import InvalidArgument, ToolError, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools import debug, tools_for
@@ -59,6 +60,7 @@ DEFAULT_DEADLINE = 45.0
 AFTER_A_CRASH = frozenset({'browser_navigate', 'browser_list_tabs', 'browser_switch_tab'})
 STOP_GRACE = 2.0  # s a call past its deadline gets to unwind before it is answered anyway
 UNWIND_BOUND = 15.0  # s a cancelled call's handler gets to unwind (an agent's 3 s stop grace, then its interrupt)
+DIALOG_GRACE = 0.3  # s a call gets to end by itself once the page opened a dialog (--dialogs hold)
 DEADLINE_SCALE_ENV = 'BROWSER_USE_MCP_DEADLINE_SCALE'
 
 
@@ -152,7 +154,7 @@ class Catalog:
 			try:
 				if recording is not None:  # the page before the call, for the flight recorder
 					seen = await recording.before(state, tool.hints.read_only)
-				result = await _bounded(name, limit, state, body)
+				result = await _bounded(name, limit, state, body, structured=tool.output is not None)
 				error = None
 				return result
 			except ToolError as exc:
@@ -188,11 +190,14 @@ def queued_notice(call: Call) -> Any:
 	return notify
 
 
-async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> Reply | str:
+async def _bounded(name: str, limit: float, state: SessionState, body: Any, *, structured: bool = False) -> Reply | str:
 	"""``body(state)`` ended by ``limit`` s, or at once when the focused tab's renderer dies: CDP
-	commands to a crashed or hung tab are never answered, so the handler alone might never end."""
+	commands to a crashed or hung tab are never answered, so the handler alone might never end.
+	With ``--dialogs hold``, also soon after the page opens a dialog: what opened it (a click, a key)
+	waits for its answer."""
 	watch_crashes(state)
 	debug.watch(state)  # console messages and network requests, recorded from the first call on
+	held = dialogs.watch(state)
 	if await focused_tab_crashed(state):  # crashed since the last call: nothing sent to it would answer
 		now_on = await replace_crashed_tab(state)
 		if name not in AFTER_A_CRASH:
@@ -202,14 +207,26 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> R
 			f'the session on {now_on}.'
 		)
 	state.crash_signal.clear()
+	if held is not None:  # one already open blocks its page: what waits on the page ends as if it opened now
+		if held.pending:
+			held.opened.set()
+		else:
+			held.opened.clear()
 	work = asyncio.ensure_future(body(state))
 	crash = asyncio.ensure_future(state.crash_signal.wait())
+	opened = asyncio.ensure_future(held.opened.wait()) if held is not None else asyncio.get_running_loop().create_future()
 	try:
 		loop = asyncio.get_running_loop()
 		end = loop.time() + limit
 		while not work.done():
 			crash_seen = False
-			await asyncio.wait({work, crash}, timeout=max(0.0, end - loop.time()), return_when=asyncio.FIRST_COMPLETED)
+			await asyncio.wait({work, crash, opened}, timeout=max(0.0, end - loop.time()), return_when=asyncio.FIRST_COMPLETED)
+			if not work.done() and opened.done():  # a dialog opened: what opened it may wait for its answer
+				await asyncio.wait({work}, timeout=DIALOG_GRACE)
+				if not work.done():
+					work.cancel()
+					await asyncio.wait({work}, timeout=STOP_GRACE)
+					return dialogs.stopped_reply(name, held, structured)
 			if work.done():
 				break
 			if crash.done():  # a tab crashed: ours? (another tab's crash lets the call go on)
@@ -246,6 +263,7 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any) -> R
 		raise
 	finally:
 		crash.cancel()
+		opened.cancel()
 		if not work.done():
 			work.cancel()
 

@@ -185,6 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
 		help=f'a named session is a context of a shared Chromium (context) or a Chromium of its own (browser) (default context; env {_env("isolation")})',
 	)
 	b.add_argument(
+		'--dialogs',
+		choices=('accept', 'hold'),
+		help='JavaScript alerts, confirms, prompts and leave-page dialogs: accept them at once as browser-use does '
+		f'(prompts are cancelled), or hold them for browser_handle_dialog (default accept; env {_env("dialogs")})',
+	)
+	b.add_argument(
 		'--contexts-per-browser',
 		type=int,
 		metavar='K',
@@ -298,6 +304,7 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'headless': ns.headless,
 		'state_dir': Path(ns.state_dir).expanduser() if ns.state_dir else None,
 		'isolation': ns.isolation,
+		'dialogs': ns.dialogs,
 		'contexts_per_browser': ns.contexts_per_browser,
 		'cdp_url': ns.cdp_url,
 		'allow_browser_urls': tuple(u.strip() for u in ns.allow_browser_urls.split(',') if u.strip())

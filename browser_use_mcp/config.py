@@ -87,6 +87,7 @@ class ServerConfig:
 
 	# browser
 	isolation: str = 'context'  # what a named session is: 'browser' (a Chromium each) or 'context' (shared Chromiums)
+	dialogs: str = 'accept'  # JavaScript dialogs: 'accept' (browser-use answers them at once) or 'hold' (browser_handle_dialog)
 	contexts_per_browser: int = 16  # --isolation context: most sessions one shared Chromium hosts (measured: docs/performance.md)
 	shared_browser_idle: float = 30.0  # s an empty shared Chromium waits for a new session before it is closed
 	cdp_url: str | None = None  # attach to this browser: the default session drives it, named sessions get contexts
@@ -113,6 +114,8 @@ class ServerConfig:
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
 	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
 	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
+	dialog_gate: bool = True  # --dialogs hold can hold JavaScript dialogs (browser-use answers them itself otherwise)
+	typing_keeps_focus: bool = True  # browser_type sends no synthetic blur after typing (autocompletes stay open)
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
@@ -206,6 +209,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),
 	'log_format': (f'{ENV_PREFIX}LOG_FORMAT', str),
 	'isolation': (f'{ENV_PREFIX}ISOLATION', str),
+	'dialogs': (f'{ENV_PREFIX}DIALOGS', str),
 	'contexts_per_browser': (f'{ENV_PREFIX}CONTEXTS_PER_BROWSER', _int),
 	'shared_browser_idle': (f'{ENV_PREFIX}SHARED_BROWSER_IDLE', _float),
 	'cdp_url': (f'{ENV_PREFIX}CDP_URL', str),
@@ -224,6 +228,8 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
 	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
 	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
+	'typing_keeps_focus': (f'{ENV_PREFIX}TYPING_KEEPS_FOCUS', _truthy),
+	'dialog_gate': (f'{ENV_PREFIX}DIALOG_GATE', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
@@ -354,6 +360,8 @@ def validate(config: ServerConfig) -> None:
 		problems.append('recordings ttl must be >= 0 seconds')
 	if config.recording_size_cap < 1024:
 		problems.append('recording size cap must be >= 1024 bytes')
+	if config.dialogs not in ('accept', 'hold'):
+		problems.append(f'dialogs must be accept or hold, not {config.dialogs!r}')
 	if config.isolation not in ('browser', 'context'):
 		problems.append(f'isolation must be browser or context, not {config.isolation!r}')
 	if config.shared_browser_idle < 0:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from browser_use_mcp.calllog import _USERINFO, REDACTED, is_secret
+from browser_use_mcp.calllog import REDACTED, USERINFO, is_secret
 
 logger = logging.getLogger('browser_use_mcp.recorder')
 
@@ -96,7 +96,7 @@ def redact(value: Any, name: str = '', depth: int = 0) -> Any:
 	if isinstance(value, list | tuple):
 		return [redact(v, name, depth + 1) for v in list(value)[:50]]
 	if isinstance(value, str):
-		text = _USERINFO.sub(f'://{REDACTED}@', value)
+		text = USERINFO.sub(f'://{REDACTED}@', value)
 		return text if len(text) <= VALUE_LIMIT else text[: VALUE_LIMIT - 1] + '…'
 	return value
 
@@ -206,7 +206,7 @@ class Recording:
 			}
 			text = getattr(result, 'text', result if isinstance(result, str) else None)
 			if isinstance(text, str):
-				entry['result'] = _USERINFO.sub(f'://{REDACTED}@', text[:RESULT_LIMIT])
+				entry['result'] = USERINFO.sub(f'://{REDACTED}@', text[:RESULT_LIMIT])
 				entry['result_truncated'] = len(text) > RESULT_LIMIT
 			cancelled = error == 'cancelled'
 			if read_only:  # it did not change the page: after is before

@@ -118,6 +118,7 @@ ADDED_ARGUMENTS = {
 	'max_chars',
 	'index',
 	'amount',
+	'blur',  # browser_type: leave the field afterwards (upstream's always sent a synthetic blur)
 }  # all optional: upstream's calls still work
 REPORTS_STATE = {
 	'browser_navigate',
@@ -172,6 +173,7 @@ TOOLS_LIST_ORDER = [
 	'browser_click',
 	'browser_type',
 	'browser_send_keys',
+	'browser_handle_dialog',  # ours: answers a dialog held with --dialogs hold
 	'browser_get_state',
 	'browser_get_html',
 	'browser_screenshot',
@@ -336,7 +338,14 @@ def test_annotations_say_what_each_tool_does(advertised: dict[str, dict]) -> Non
 	}
 	assert _with(advertised, 'readOnlyHint') == reads
 	closing = {'browser_close_tab', 'browser_close_session', 'browser_close_all', 'browser_close', 'browser_delete_session'}
-	acting_on_pages = {'browser_click', 'browser_type', 'browser_send_keys', 'browser_evaluate', 'retry_with_browser_use_agent'}
+	acting_on_pages = {
+		'browser_click',
+		'browser_type',
+		'browser_send_keys',
+		'browser_handle_dialog',
+		'browser_evaluate',
+		'retry_with_browser_use_agent',
+	}
 	assert _with(advertised, 'destructiveHint') == closing | acting_on_pages
 	# what may reach a web site or the LLM provider; managing sessions and tabs stays on this machine
 	# (a clone opens its source's URL)

@@ -477,3 +477,41 @@ async def test_direct_state_asks_the_watchdog_only_when_that_is_what_the_bus_wou
 	patches.revert(direct_state.PATCH)  # switched off: always the bus
 	await direct_state.request_state(idle)
 	assert idle.via[3:] == ['bus (screenshot=False)']
+
+
+async def test_the_dialog_gate_hands_a_held_sessions_dialogs_over_and_leaves_the_others_to_browser_use(
+	pristine: None,
+) -> None:
+	from browser_use.browser.watchdogs.popups_watchdog import PopupsWatchdog
+	from cdp_use.cdp.registry import EventRegistry
+
+	from browser_use_mcp.patches import dialog_hold
+
+	assert patches.apply(dialog_hold.PATCH).state == 'active'
+	answered_by_browser_use: list[str] = []
+
+	async def original(self: Any, event: Any) -> None:  # what browser-use's handler registration amounts to
+		self.browser_session._cdp_client_root._event_registry.register(
+			dialog_hold.EVENT, lambda params, sid=None: answered_by_browser_use.append(params['message'])
+		)
+
+	class Session:  # weakly referenced, as a BrowserSession is
+		def __init__(self) -> None:
+			self._cdp_client_root = types.SimpleNamespace(_event_registry=EventRegistry())
+
+	held, other = Session(), Session()
+	wrapped = PopupsWatchdog.on_TabCreatedEvent
+	assert wrapped.__wrapped__ is dialog_hold._saved.original(PopupsWatchdog, 'on_TabCreatedEvent')
+	taken: list[tuple[str, str | None]] = []
+	dialog_hold.hold(held, lambda params, sid: taken.append((params['message'], sid)) or True)
+	for session in (held, other):
+		for _ in range(2):  # a tab each: browser-use re-registers, the gate is put in front once
+			await dialog_hold._wrap(original)(types.SimpleNamespace(browser_session=session), None)
+		await session._cdp_client_root._event_registry.handle_event(dialog_hold.EVENT, {'message': 'hi'}, 'S1')
+	assert taken == [('hi', 'S1')] and answered_by_browser_use == ['hi']
+	dialog_hold.release(held)
+	await held._cdp_client_root._event_registry.handle_event(dialog_hold.EVENT, {'message': 'again'}, 'S1')
+	assert answered_by_browser_use == ['hi', 'again']
+	dialog_hold.hold(other, lambda params, sid: True)
+	del other, session  # an entry goes with its session
+	assert len(dialog_hold._holders) == 0

@@ -57,6 +57,8 @@ PATCH_MODULES = (
 	'direct_state',
 	'paint_order_index',
 	'offload_state',
+	'typing_keeps_focus',
+	'dialog_hold',
 )
 
 

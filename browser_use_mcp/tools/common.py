@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from browser_use_mcp import urls
+from browser_use_mcp import dialogs, urls
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
 from browser_use_mcp.patches import direct_state, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
@@ -183,12 +183,92 @@ async def element(state: SessionState, index: int) -> Any:
 LARGE_STATE = 300  # elements from which a state's text is made in a thread (~20 ms for 750)
 
 
-def _element_info(index: int, node: Any) -> dict[str, Any]:
+def _element_info(index: int, node: Any, live: dict[str, Any] | None = None) -> dict[str, Any]:
 	info: dict[str, Any] = {'index': index, 'tag': node.tag_name, 'text': node.get_all_children_text(max_depth=2)[:100]}
 	for attr in ('placeholder', 'href'):
 		if node.attributes.get(attr):
 			info[attr] = node.attributes[attr]
+	info.update(form_state(node))
+	if live:
+		info.update(live)
 	return info
+
+
+# Form state of an element, from what the capture already holds: the DOM snapshot's live value and
+# checked state (browser-use leaves out password, file and hidden inputs and payment/one-time-code
+# fields), and the accessibility tree's disabled, expanded and checked. Only keys that apply, and
+# disabled only when true: a page without forms gets no longer.
+NO_VALUE_TYPES = frozenset({'checkbox', 'radio', 'file', 'hidden', 'submit', 'button', 'reset', 'image', 'password'})
+CHECKABLE_ROLES = frozenset({'checkbox', 'radio', 'switch', 'menuitemcheckbox', 'menuitemradio'})
+VALUE_CHARS = 200
+
+
+def form_state(node: Any) -> dict[str, Any]:
+	out: dict[str, Any] = {}
+	tag = (node.tag_name or '').lower()
+	kind = (node.attributes.get('type') or 'text').lower() if tag == 'input' else ''
+	snap = node.snapshot_node
+	if tag in ('input', 'textarea') and kind not in NO_VALUE_TYPES and snap is not None and snap.input_value:
+		out['value'] = snap.input_value[:VALUE_CHARS]
+	if kind in ('checkbox', 'radio') and snap is not None and snap.input_checked is not None:
+		out['checked'] = snap.input_checked
+	ax = node.ax_node
+	props = {str(getattr(p.name, 'value', p.name)): p.value for p in (ax.properties or [])} if ax is not None else {}
+	if 'checked' not in out and 'checked' in props and (ax.role in CHECKABLE_ROLES or kind in ('checkbox', 'radio')):
+		checked = props['checked']
+		out['checked'] = 'mixed' if checked == 'mixed' else checked in (True, 'true')
+	if ((ax is not None and ax.role == 'option') or tag == 'option') and props.get('selected') in (True, 'true'):
+		out['selected'] = True
+	if props.get('disabled') in (True, 'true'):
+		out['disabled'] = True
+	if 'expanded' in props and props['expanded'] is not None:
+		out['expanded'] = props['expanded'] in (True, 'true')
+	return out
+
+
+# What the snapshot has not: the chosen option(s) of a <select>, and whether a password field is
+# filled (its value is never read back). One small script per such element, all at once.
+LIVE_FORM = """function() {
+	if (this.tagName === 'SELECT') {
+		const chosen = [...this.selectedOptions].map(o => o.label || o.text);
+		return chosen.length ? {selected: this.multiple ? chosen : chosen[0]} : {};
+	}
+	return this.value ? {value: '<redacted>'} : {};
+}"""
+LIVE_FORM_MAX = 50
+
+
+async def _live_form(state: SessionState, elements: dict[int, Any]) -> dict[int, dict[str, Any]]:
+	wanted = [
+		(i, n)
+		for i, n in elements.items()
+		if (n.tag_name or '').lower() == 'select'
+		or ((n.tag_name or '').lower() == 'input' and (n.attributes.get('type') or '').lower() == 'password')
+	][:LIVE_FORM_MAX]
+	if not wanted:
+		return {}
+
+	async def one(node: Any) -> dict[str, Any]:
+		cdp = await state.browser_session.cdp_client_for_node(node)
+		send, sid = cdp.cdp_client.send, cdp.session_id
+		obj = (await send.DOM.resolveNode(params={'backendNodeId': node.backend_node_id}, session_id=sid))['object']
+		try:
+			params = {'functionDeclaration': LIVE_FORM, 'objectId': obj['objectId'], 'returnByValue': True}
+			result = await send.Runtime.callFunctionOn(params=params, session_id=sid)
+		finally:
+			with contextlib.suppress(Exception):
+				await send.Runtime.releaseObject(params={'objectId': obj['objectId']}, session_id=sid)
+		value = result.get('result', {}).get('value')
+		return value if isinstance(value, dict) else {}
+
+	try:
+		found = await asyncio.wait_for(asyncio.gather(*(one(n) for _, n in wanted), return_exceptions=True), LIVE_FORM_TIMEOUT)
+	except TimeoutError:  # a state without them rather than none
+		return {}
+	return {i: r for (i, _), r in zip(wanted, found, strict=True) if isinstance(r, dict) and r}
+
+
+LIVE_FORM_TIMEOUT = 2.0
 
 
 async def capture_state(state: SessionState, include_screenshot: bool = False) -> Reply:
@@ -196,6 +276,11 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 	ones: a new page epoch, whose document is read first (a navigation during the capture then makes
 	its indices stale, never wrong)."""
 	bs = state.browser_session
+	held = dialogs.of(state)
+	if held is not None and held.pending:
+		blocking = held.pending.get((await cdp_page(state)).session_id)
+		if blocking is not None:  # its page runs no script until it is answered: nothing to capture
+			return Reply(as_json({'url': blocking.url, 'dialog': blocking.describe(), 'interactive_elements': []}))
 	target_id, loader_id = await document_id(state)
 	# The titles are read while browser-use captures the DOM (their round trips overlap its own);
 	# they are only shown, never part of the epoch.
@@ -222,6 +307,8 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 		'tabs': [{'url': t.url, 'title': titles.get(t.target_id, t.title)} for t in summary.tabs],
 		'interactive_elements': [],
 	}
+	if held is not None and held.pending:  # in another tab
+		result['dialog'] = held.first().describe()
 	if summary.page_info:
 		pi = summary.page_info
 		result['viewport'] = {'width': pi.viewport_width, 'height': pi.viewport_height}
@@ -236,8 +323,10 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 				'height': summary.page_info.viewport_height,
 			}
 
+	live = await _live_form(state, elements)
+
 	def text() -> str:
-		result['interactive_elements'] = [_element_info(i, n) for i, n in elements.items()]
+		result['interactive_elements'] = [_element_info(i, n, live.get(i)) for i, n in elements.items()]
 		return as_json(result)
 
 	# a large list is tens of ms of pure Python (as_json's indent=2): in a thread, which lets the loop

@@ -22,7 +22,9 @@ class GetStateArgs(Args):
 @tool('Read the page state', read_only=True, open_world=False)
 async def browser_get_state(state: SessionState, args: GetStateArgs, call: Call) -> Reply:
 	"""Describe the session's current page: URL, title, open tabs, viewport and scroll position, and the
-	interactive elements with the indices that browser_click and browser_type take. Call it again after
+	interactive elements with the indices that browser_click and browser_type take; form fields carry their
+	current value (a filled password shows as <redacted>), checked, selected option(s), disabled and expanded,
+	where they apply. Call it again after
 	the page changes: indices refer to the latest state only, and one whose page has changed since
 	(another tab, a navigation or reload, its element removed) is refused, never used on another element."""
 	return await capture_state(state, args.include_screenshot)

@@ -58,7 +58,7 @@ def _cut(text: str, limit: int) -> str:
 
 def redact(text: str) -> str:
 	"""``text`` with the user:password@ of URLs and token-like query values replaced by ``***``."""
-	text = calllog._USERINFO.sub(f'://{calllog.REDACTED}@', text)
+	text = calllog.USERINFO.sub(f'://{calllog.REDACTED}@', text)
 	return _SECRET_QUERY.sub(lambda m: m.group(1) + calllog.REDACTED, text)
 
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import re
 from urllib.parse import urljoin
 
 from pydantic import Field
 
+from browser_use_mcp import dialogs
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.actions import call_on
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import current_url, dispatch, element, open_url, viewport_size
+from browser_use_mcp.tools.common import cdp_page, current_url, dispatch, element, open_url, viewport_size
 
 
 class ClickArgs(Args):
@@ -88,6 +90,11 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 class TypeArgs(Args):
 	index: int = Field(ge=0, description='Index of the input element, from browser_get_state.')
 	text: str = Field(description='Text to type; the field is cleared first. An empty string just clears the field.')
+	blur: bool = Field(
+		False,
+		description='Leave the field afterwards, as a user tabbing away would (its blur and change handlers run). '
+		'By default the field keeps the focus, so suggestion lists that open while typing stay open.',
+	)
 	include_state: IncludeState = False
 
 
@@ -117,9 +124,13 @@ async def browser_type(state: SessionState, args: TypeArgs, call: Call) -> str:
 	kind = _sensitive_kind(args.text)
 	event = TypeTextEvent(node=node, text=args.text, is_sensitive=kind is not None, sensitive_key_name=kind)
 	await dispatch(state, event, f'Typing into element {args.index}')
+	left = ''
+	if args.blur:
+		await call_on(state, node, 'function() { this.blur(); }')
+		left = ' and left it'
 	if kind:
-		return f'Typed <{kind}> into element {args.index}'
-	return f"Typed '{args.text}' into element {args.index}"
+		return f'Typed <{kind}> into element {args.index}{left}'
+	return f"Typed '{args.text}' into element {args.index}{left}"
 
 
 # Date and time fields take no typed text in a fixed form (what keys do depends on the browser's
@@ -268,3 +279,54 @@ async def browser_send_keys(state: SessionState, args: SendKeysArgs, call: Call)
 
 	await dispatch(state, SendKeysEvent(keys=args.keys), f'Sending keys {args.keys!r}')
 	return f'Sent keys: {args.keys}'
+
+
+class HandleDialogArgs(Args):
+	accept: bool = Field(description='true: OK (leave the page, for a leave-page dialog); false: Cancel (stay).')
+	prompt_text: str | None = Field(
+		None,
+		max_length=10_000,
+		description="For a prompt: the text to answer with (accept: true); omit for the prompt's default.",
+	)
+
+
+@tool('Answer a dialog', destructive=True, idempotent=False, open_world=True)
+async def browser_handle_dialog(state: SessionState, args: HandleDialogArgs, call: Call) -> str:
+	"""Answer the JavaScript dialog (alert, confirm, prompt, or leave-page) open in the session's page.
+	Dialogs wait for an answer only on a server started with --dialogs hold (otherwise they are accepted at
+	once, prompts cancelled); an open one is told in a note and shown by browser_get_state."""
+	if not dialogs.holding(state):
+		raise InvalidArgument(
+			'No dialog is open: this server answers JavaScript dialogs itself (alerts, confirms and leave-page dialogs '
+			'are accepted, prompts cancelled). Start it with --dialogs hold to answer them with this tool.'
+		)
+	held = dialogs.watch(state)
+	if held is None:
+		raise BrowserActionFailed(
+			'This server cannot hold dialogs (its dialog_hold patch is off or refused: `browser-use-mcp doctor` says '
+			'why), so the browser answers them itself: alerts, confirms and leave-page dialogs accepted, prompts cancelled.'
+		)
+	focused = (await cdp_page(state)).session_id
+	dialog = held.pending.get(focused) or held.first()
+	if dialog is None:
+		raise InvalidArgument('No dialog is open in this session; nothing was answered.')
+	if args.prompt_text is not None and dialog.kind != 'prompt':
+		raise InvalidArgument(f'prompt_text is for a prompt; the open dialog is a {dialog.kind}. Nothing was answered.')
+	params: dict[str, object] = {'accept': args.accept}
+	if args.prompt_text is not None:
+		params['promptText'] = args.prompt_text
+	bs = state.browser_session
+	try:
+		await asyncio.wait_for(
+			bs.cdp_client.send.Page.handleJavaScriptDialog(params=params, session_id=dialog.cdp_session_id), 5.0
+		)
+	except Exception as exc:
+		held.answered(dialog)
+		if 'No dialog' in str(exc):
+			raise InvalidArgument('No dialog is open in this session (the page closed it); nothing was answered.') from None
+		raise BrowserActionFailed(f'Answering the {dialog.kind} dialog failed: {str(exc)[:300]}') from None
+	held.answered(dialog)
+	answer = 'accepted' if args.accept else 'dismissed'
+	if dialog.kind == 'prompt' and args.accept:
+		answer += f' with {args.prompt_text if args.prompt_text is not None else dialog.default_prompt!r}'
+	return f'The {dialog.kind} dialog {dialog.message[:200]!r} was {answer}.'
