@@ -217,8 +217,8 @@ def _groups_section(tools: list[ToolInfo]) -> list[str]:
 		'## Tool groups',
 		'',
 		'`--tools` (or `BROWSER_USE_MCP_TOOLS`; [configuration](configuration.md)) chooses the groups `tools/list` '
-		'offers, comma-separated: `core` (the default: upstream\'s tools and session admin), `interaction` (more '
-		'ways to act in a page), `debug` (what the pages logged and fetched, and a session\'s flight recording), or `all`. An unknown group stops '
+		"offers, comma-separated: `core` (the default: upstream's tools and session admin), `interaction` (more "
+		"ways to act in a page), `debug` (what the pages logged and fetched, and a session's flight recording), or `all`. An unknown group stops "
 		'the server at start-up with the list of valid ones. A '
 		'tool outside the groups offered is unknown to calls too. Every tool listed costs context in every '
 		'request a model makes, so a model that only reads and clicks does better without the extra ones.',

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh --test
 export ANONYMIZED_TELEMETRY=false
 .venv/bin/ruff check browser_use_mcp tests benchmarks
+.venv/bin/ruff format --check browser_use_mcp tests benchmarks
 exec .venv/bin/python -m pytest "$@"

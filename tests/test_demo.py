@@ -70,7 +70,10 @@ def browsers_of(server_pid: int) -> list[int]:
 
 @pytest.mark.parametrize(
 	('mode', 'processes'),
-	[('context', 'PASS  3 sessions as browser contexts of 1 shared Chromium'), ('browser', 'PASS  3 Chromium processes, each on its own')],
+	[
+		('context', 'PASS  3 sessions as browser contexts of 1 shared Chromium'),
+		('browser', 'PASS  3 Chromium processes, each on its own'),
+	],
 )
 def test_demo_shows_isolation_and_cleans_up(tmp_path: Path, scratch: Path, mode: str, processes: str) -> None:
 	sheet = tmp_path / 'out' / 'sheet.png'

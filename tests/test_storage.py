@@ -17,7 +17,22 @@ def test_plain_json_names_are_accepted(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-	'name', ['', '.json', '..', '../x.json', '/etc/passwd', 'a/b.json', 'a\\b.json', 'x.txt', '.hidden.json', 'a..json', 'x' * 101 + '.json', 'ü.json', 'a.json\n']
+	'name',
+	[
+		'',
+		'.json',
+		'..',
+		'../x.json',
+		'/etc/passwd',
+		'a/b.json',
+		'a\\b.json',
+		'x.txt',
+		'.hidden.json',
+		'a..json',
+		'x' * 101 + '.json',
+		'ü.json',
+		'a.json\n',
+	],
 )
 def test_anything_else_is_refused_naming_the_field(name: str) -> None:
 	with pytest.raises(InvalidArgument, match=r'^path .* is not allowed: give a plain file name ending in \.json'):

@@ -90,7 +90,12 @@ class Frames:
 		if last is not None and now - last.at < FRAME_INTERVAL[size]:
 			return last
 		call = state.log.current
-		if last is not None and call is not None and time.time() - call.started < QUIET_DURING_CALLS and now - last.at < MAX_FRAME_AGE:
+		if (
+			last is not None
+			and call is not None
+			and time.time() - call.started < QUIET_DURING_CALLS
+			and now - last.at < MAX_FRAME_AGE
+		):
 			return last
 		key = (state, size)
 		task = self._inflight.get(key)
@@ -269,7 +274,12 @@ async def send_input(state: SessionState, event: dict[str, Any]) -> None:
 		if key not in KEYS:
 			raise BadInput(f'key must be one of {", ".join(KEYS)}.')
 		code, text = KEYS[key]
-		down: dict[str, Any] = {'type': 'keyDown' if text else 'rawKeyDown', 'key': key, 'code': key, 'windowsVirtualKeyCode': code}
+		down: dict[str, Any] = {
+			'type': 'keyDown' if text else 'rawKeyDown',
+			'key': key,
+			'code': key,
+			'windowsVirtualKeyCode': code,
+		}
 		if text:
 			down['text'] = text
 		await send.Input.dispatchKeyEvent(params=down, session_id=sid)

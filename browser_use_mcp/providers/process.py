@@ -26,6 +26,7 @@ from browser_use_mcp.tasks import outside_scopes
 # to see it, short enough that a server nobody sends traffic to (because it is not ready) recovers
 LAUNCH_FAILURE_MEMORY = 60.0
 
+
 class ProcessEndpoint(Endpoint):
 	def __init__(self, chromium: ChromiumProcess, router: ContextRouter) -> None:
 		super().__init__()

@@ -87,9 +87,9 @@ async def test_sessions_in_one_shared_browser_share_nothing(raw: list[RawServer]
 			expression=f'(() => {{ const a = document.createElement("a"); a.href = "{site}/download"; a.download = "f.txt"; document.body.appendChild(a); a.click(); return 1; }})()',
 		)
 		downloads = {p.parent.name: p for p in (server.home / 'state').glob('srv-*/s-*/downloads')}
-		assert await asyncio.to_thread(
-			wait_until, lambda: sum(1 for d in downloads.values() for _ in d.iterdir()) == 1, 15
-		), 'the download arrived'
+		assert await asyncio.to_thread(wait_until, lambda: sum(1 for d in downloads.values() for _ in d.iterdir()) == 1, 15), (
+			'the download arrived'
+		)
 		holders = [name for name, d in downloads.items() if any(d.iterdir())]
 		assert holders == [next(n for n in downloads if n.startswith(f's-{session_digest("local", "ctx-ann")}-'))]
 		listed = {s['session_id'] for s in (await mcp.ok('browser_list_sessions')).structured['sessions']}
@@ -210,7 +210,9 @@ async def test_cdp_url_that_answers_nothing_stops_the_server_at_start(tmp_path: 
 	server = await RawServer(home, '--cdp-url', 'http://127.0.0.1:9', env=server_env(home)).start()
 	try:
 		assert await server.wait(30) == 2
-		assert re.search(r'No browser answers at --cdp-url http://127\.0\.0\.1:9 .*--remote-debugging-port', server.stderr.decode())
+		assert re.search(
+			r'No browser answers at --cdp-url http://127\.0\.0\.1:9 .*--remote-debugging-port', server.stderr.decode()
+		)
 	finally:
 		await server.stop()
 
@@ -271,7 +273,9 @@ def test_the_isolation_flags_reach_the_configuration() -> None:
 	from browser_use_mcp.cli import build_parser, cli_overrides
 	from browser_use_mcp.config import load_config
 
-	ns = build_parser().parse_args(['--isolation', 'context', '--contexts-per-browser', '4', '--cdp-url', 'http://127.0.0.1:9222'])
+	ns = build_parser().parse_args(
+		['--isolation', 'context', '--contexts-per-browser', '4', '--cdp-url', 'http://127.0.0.1:9222']
+	)
 	config = load_config({}, browser_use=False, **cli_overrides(ns))
 	assert (config.isolation, config.contexts_per_browser, config.cdp_url) == ('context', 4, 'http://127.0.0.1:9222')
 	upstream = load_config({'BROWSER_USE_CDP_URL': 'http://127.0.0.1:9333'}, browser_use=False)

@@ -112,7 +112,11 @@ async def test_sessions_are_isolated(mcp: Mcp, site: str) -> None:
 async def test_downloads_land_in_the_sessions_own_directory(mcp: Mcp, site: str) -> None:
 	await mcp.ok('browser_navigate', session_id='dl-a', url=f'{site}/')
 	await mcp.ok('browser_navigate', session_id='dl-b', url=f'{site}/')
-	await mcp.ok('browser_evaluate', session_id='dl-a', expression=f'(() => {{ const a = document.createElement("a"); a.href = "{site}/download"; a.download = "hello.txt"; document.body.appendChild(a); a.click(); return true; }})()')
+	await mcp.ok(
+		'browser_evaluate',
+		session_id='dl-a',
+		expression=f'(() => {{ const a = document.createElement("a"); a.href = "{site}/download"; a.download = "hello.txt"; document.body.appendChild(a); a.click(); return true; }})()',
+	)
 	downloads_a = session_root(mcp, 'dl-a') / 'downloads'
 	downloads_b = session_root(mcp, 'dl-b') / 'downloads'
 	assert await asyncio.to_thread(wait_until, lambda: any(p.name == 'hello.txt' for p in downloads_a.iterdir()), 15)
@@ -147,7 +151,9 @@ async def test_concurrent_first_calls_with_one_id_create_one_browser(mcp: Mcp, s
 	assert [s['session_id'] for s in sessions] == ['race']
 	roots = list((mcp.home / 'state').glob(f'srv-*/s-{session_digest("local", "race")}-*'))
 	assert len(roots) == 1
-	new_browsers = {pid for pid in chromium_pids(mcp.browsers()) - before if any(OWNER_SWITCH in a for a in psutil.Process(pid).cmdline())}
+	new_browsers = {
+		pid for pid in chromium_pids(mcp.browsers()) - before if any(OWNER_SWITCH in a for a in psutil.Process(pid).cmdline())
+	}
 	# a context each: at most the shared Chromium that hosts it is new
 	assert len(new_browsers) == 1 if isolation == 'browser' else len(new_browsers) <= 1
 
@@ -183,7 +189,9 @@ async def test_default_session_falls_back_when_profile_is_locked(mcp: Mcp, site:
 
 	profile_dir = mcp.home / '.config' / 'browseruse' / 'profiles' / 'default'
 	profile_dir.mkdir(parents=True, exist_ok=True)
-	profile = BrowserProfile(user_data_dir=profile_dir, downloads_path=tmp_path, headless=True, chromium_sandbox=False, enable_default_extensions=False)
+	profile = BrowserProfile(
+		user_data_dir=profile_dir, downloads_path=tmp_path, headless=True, chromium_sandbox=False, enable_default_extensions=False
+	)
 	args = chromium_args(profile, user_args=TEST_CHROMIUM_ARGS)
 	other = await ChromiumProcess.launch(find_chromium(), args, profile_dir, Owner.current())
 	try:
@@ -204,7 +212,16 @@ async def test_list_sessions_reports_real_state(mcp: Mcp, site: str) -> None:
 	assert info['current_url'] == f'{site}/'
 	assert info['tabs'] == 2
 	assert info['active'] is True and info['default'] is False
-	assert set(info) >= {'session_id', 'created_at', 'last_activity', 'active', 'current_url', 'age_minutes', 'idle_seconds', 'expires_in_seconds'}
+	assert set(info) >= {
+		'session_id',
+		'created_at',
+		'last_activity',
+		'active',
+		'current_url',
+		'age_minutes',
+		'idle_seconds',
+		'expires_in_seconds',
+	}
 	assert 0 < info['expires_in_seconds'] <= 600
 	assert r.structured == {'sessions': [info]}
 
@@ -255,7 +272,9 @@ async def test_closed_id_is_free_for_reuse(mcp: Mcp, site: str) -> None:
 
 async def test_close_session_cancels_the_call_in_flight(mcp: Mcp, site: str) -> None:
 	await mcp.ok('browser_navigate', session_id='busy', url=f'{site}/')
-	slow = asyncio.create_task(mcp.call('browser_evaluate', session_id='busy', expression='new Promise(r => setTimeout(() => r(1), 12000))'))
+	slow = asyncio.create_task(
+		mcp.call('browser_evaluate', session_id='busy', expression='new Promise(r => setTimeout(() => r(1), 12000))')
+	)
 	await asyncio.sleep(0.5)
 	started = asyncio.get_running_loop().time()
 	r = await mcp.ok('browser_close_session', session_id='busy')
@@ -284,7 +303,11 @@ async def test_click_link_by_index_and_by_coordinates(mcp: Mcp, site: str) -> No
 	await mcp.ok('browser_click', session_id='clicks', index=link['index'])
 	assert (await get_state(mcp, 'clicks'))['title'] == 'Page Two'
 	await mcp.ok('browser_go_back', session_id='clicks')
-	box = await evaluate(mcp, 'clicks', '(() => { const r = document.getElementById("btn").getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; })()')
+	box = await evaluate(
+		mcp,
+		'clicks',
+		'(() => { const r = document.getElementById("btn").getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; })()',
+	)
 	r = await mcp.ok('browser_click', session_id='clicks', coordinate_x=box[0], coordinate_y=box[1])
 	assert r.text == f'Clicked at coordinates ({box[0]}, {box[1]})'
 	assert await evaluate(mcp, 'clicks', 'document.getElementById("out").textContent') == 'clicked'

@@ -303,9 +303,7 @@ async def test_close_all_racing_in_flight_calls_neither_deadlocks_nor_leaks(raw,
 		ids = [f'r{i}' for i in range(5)]
 		await asyncio.gather(*(mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two') for sid in ids))
 		pids = owned_processes(server.pid)
-		slow = [
-			asyncio.create_task(mcp.call('browser_navigate', session_id=sid, url=f'{site}/slow?s=4')) for sid in ids[:3]
-		] + [
+		slow = [asyncio.create_task(mcp.call('browser_navigate', session_id=sid, url=f'{site}/slow?s=4')) for sid in ids[:3]] + [
 			asyncio.create_task(mcp.call('browser_evaluate', session_id=sid, expression='new Promise(r => setTimeout(r, 4000))'))
 			for sid in ids[3:]
 		]

@@ -34,7 +34,9 @@ async def test_sessions_add_no_traffic_beyond_chromiums_own(tmp_path: Path, site
 	proxy = await asyncio.start_server(record, '127.0.0.1', 0)
 	port = proxy.sockets[0].getsockname()[1]
 	home = tmp_path / 'home'
-	server = await RawServer(home, env=server_env(home, BROWSER_USE_MCP_CHROMIUM_ARGS=f'--proxy-server=http://127.0.0.1:{port}')).start()
+	server = await RawServer(
+		home, env=server_env(home, BROWSER_USE_MCP_CHROMIUM_ARGS=f'--proxy-server=http://127.0.0.1:{port}')
+	).start()
 	try:
 		async with server.client() as mcp:
 			await mcp.ok('browser_navigate', session_id='net', url=f'{site}/')

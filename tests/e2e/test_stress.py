@@ -51,7 +51,9 @@ async def test_eight_sessions_twenty_five_mixed_calls_each(server: RawServer, si
 			user = f'u{n}'
 			await checked(sid, 'browser_navigate', url=f'{site}/login?user={user}')
 			for step in range(CALLS - 1):
-				action = rng.choice(['whoami', 'state', 'click', 'scroll', 'tabs', 'recreate'] if step > 2 else ['whoami', 'state'])
+				action = rng.choice(
+					['whoami', 'state', 'click', 'scroll', 'tabs', 'recreate'] if step > 2 else ['whoami', 'state']
+				)
 				if action == 'whoami':
 					await checked(sid, 'browser_navigate', url=f'{site}/whoami')
 					state = (await checked(sid, 'browser_get_state')).json()
