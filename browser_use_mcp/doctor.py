@@ -174,6 +174,17 @@ def launch_fix(message: str, executable: str) -> str:
 	)
 
 
+def scratch_dirs() -> Any:
+	"""A throw-away session's directories (the caller removes them), for a browser doctor launches."""
+	from browser_use_mcp.browser import SessionDirs
+
+	root = Path(tempfile.mkdtemp(prefix='browser-use-mcp-doctor-'))
+	dirs = SessionDirs(profile=root / 'profile', downloads=root / 'downloads', files=root / 'files', root=root)
+	for path in (dirs.profile, dirs.downloads, dirs.files):
+		path.mkdir(mode=0o700)
+	return dirs
+
+
 async def check_launch(
 	executable: str | None,
 	profile_base: Mapping[str, Any] | None = None,
@@ -182,17 +193,14 @@ async def check_launch(
 ) -> Check:
 	"""Start the browser exactly as a session would (same launcher, flags and profile settings),
 	headless and on a throw-away profile, then end it."""
-	from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, build_profile, chromium_args
+	from browser_use_mcp.browser import ChromiumProcess, Owner, build_profile, chromium_args
 	from browser_use_mcp.errors import BrowserStartFailed
 
 	name = 'Chromium launch'
 	if not executable:
 		return Check(name, 'skip', 'no browser to launch')
-	root = Path(tempfile.mkdtemp(prefix='browser-use-mcp-doctor-'))
-	dirs = SessionDirs(profile=root / 'profile', downloads=root / 'downloads', files=root / 'files', root=root)
+	dirs = scratch_dirs()
 	try:
-		for path in (dirs.profile, dirs.downloads, dirs.files):
-			path.mkdir(mode=0o700)
 		try:
 			profile = build_profile(dict(profile_base or {}), dirs, headless=True)
 		except Exception as exc:
@@ -263,18 +271,15 @@ async def check_context_renderers(
 	launched as a session's is, and count its renderers: one per tab is the cost of a session; a
 	renderer of browser UI (Chromium 156's omnibox popup WebUI, before the launch flags turned it
 	off) is paid by every session for nothing."""
-	from browser_use_mcp.browser import ChromiumProcess, Owner, SessionDirs, build_profile, chromium_args
+	from browser_use_mcp.browser import ChromiumProcess, Owner, build_profile, chromium_args
 	from browser_use_mcp.errors import BrowserStartFailed
 	from browser_use_mcp.providers.cdp_client import CdpConnection, CdpError
 
 	name = 'Renderers per session'
 	if not executable:
 		return Check(name, 'skip', 'no browser to launch')
-	root = Path(tempfile.mkdtemp(prefix='browser-use-mcp-doctor-'))
-	dirs = SessionDirs(profile=root / 'profile', downloads=root / 'downloads', files=root / 'files', root=root)
+	dirs = scratch_dirs()
 	try:
-		for path in (dirs.profile, dirs.downloads, dirs.files):
-			path.mkdir(mode=0o700)
 		try:
 			profile = build_profile(dict(profile_base or {}), dirs, headless=True)
 			chromium = await ChromiumProcess.launch(

@@ -8,9 +8,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +329,30 @@ class RawServer:
 			with contextlib.suppress(psutil.NoSuchProcess):
 				psutil.Process(pid).kill()
 		self._stderr_task.cancel()
+
+
+@contextlib.contextmanager
+def html_pages(pages: dict[str, str]) -> Iterator[str]:
+	"""Serve ``pages`` (path -> body HTML, each wrapped in a page titled with its path) on 127.0.0.1;
+	yields the base URL. Any other path is a 404."""
+
+	class Pages(BaseHTTPRequestHandler):
+		def log_message(self, *args: object) -> None:
+			pass
+
+		def do_GET(self) -> None:  # noqa: N802
+			body = pages.get(self.path.split('?')[0])
+			data = f'<!doctype html><html><head><meta charset="utf-8"><title>{self.path}</title></head><body>{body}</body></html>'
+			self.send_response(200 if body is not None else 404)
+			self.send_header('Content-Type', 'text/html; charset=utf-8')
+			self.send_header('Cache-Control', 'no-store')
+			self.end_headers()
+			self.wfile.write(data.encode())
+
+	server = ThreadingHTTPServer(('127.0.0.1', 0), Pages)
+	threading.Thread(target=server.serve_forever, daemon=True).start()
+	try:
+		yield f'http://127.0.0.1:{server.server_address[1]}'
+	finally:
+		server.shutdown()
+		server.server_close()

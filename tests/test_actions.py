@@ -4,14 +4,12 @@ page's own state back with browser_evaluate."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-from tests.support import Background, Mcp, Result, isolation_modes, running_server
+from tests.support import Background, Mcp, Result, html_pages, isolation_modes, running_server
 
 isolation = isolation_modes()  # both: a Chromium per session, and contexts of a shared one
 
@@ -85,27 +83,10 @@ for (const i of document.querySelectorAll('input')) i.addEventListener('change',
 }
 
 
-class _Pages(BaseHTTPRequestHandler):
-	def log_message(self, *args: object) -> None:
-		pass
-
-	def do_GET(self) -> None:  # noqa: N802
-		body = PAGES.get(self.path.split('?')[0])
-		data = f'<!doctype html><html><head><meta charset="utf-8"><title>{self.path}</title></head><body>{body}</body></html>'
-		self.send_response(200 if body is not None else 404)
-		self.send_header('Content-Type', 'text/html; charset=utf-8')
-		self.send_header('Cache-Control', 'no-store')
-		self.end_headers()
-		self.wfile.write(data.encode())
-
-
 @pytest.fixture(scope='module')
 def pages() -> Iterator[str]:
-	server = ThreadingHTTPServer(('127.0.0.1', 0), _Pages)
-	threading.Thread(target=server.serve_forever, daemon=True).start()
-	yield f'http://127.0.0.1:{server.server_address[1]}'
-	server.shutdown()
-	server.server_close()
+	with html_pages(PAGES) as base:
+		yield base
 
 
 @pytest.fixture(scope='module')

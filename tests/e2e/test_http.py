@@ -88,15 +88,16 @@ def stop(server: HttpServer, sig: int = signal.SIGTERM, timeout: float = 30) -> 
 
 
 @contextlib.contextmanager
-def http_server(home: Path, *args: str) -> Iterator[HttpServer]:
-	"""``python -m browser_use_mcp --transport http`` on a free loopback port; always stopped."""
+def http_server(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[HttpServer]:
+	"""``python -m browser_use_mcp --transport http`` on a free loopback port; always stopped.
+	``env``: the server's whole environment (default: ``server_env(home)``)."""
 	home.mkdir(parents=True, exist_ok=True)
 	port = free_port()
 	log = home / 'server.log'
 	with log.open('wb') as out:
 		proc = subprocess.Popen(
 			[sys.executable, '-m', 'browser_use_mcp', '--transport', 'http', '--host', '127.0.0.1', '--port', str(port), *args],
-			env=server_env(home),
+			env=server_env(home) if env is None else env,
 			cwd=REPO,
 			stdin=subprocess.DEVNULL,
 			stdout=out,

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.e2e.test_http import HttpServer, connect, free_port, stop
-from tests.support import REPO, server_env, wait_until
+from tests.e2e.test_http import HttpServer, connect, http_server
 
 A = f'alpha-{uuid.uuid4().hex}'
 B = f'beta-{uuid.uuid4().hex}'
@@ -21,26 +18,10 @@ B = f'beta-{uuid.uuid4().hex}'
 
 @contextlib.contextmanager
 def limited_server(home: Path) -> Iterator[HttpServer]:
-	home.mkdir(parents=True, exist_ok=True)
-	port = free_port()
-	log = home / 'server.log'
-	args = ['--transport', 'http', '--port', str(port), '--max-sessions-per-principal', '1', '--queue-timeout', '60']
-	with log.open('wb') as out:
-		proc = subprocess.Popen(
-			[sys.executable, '-m', 'browser_use_mcp', *args, '--auth-token', A, '--auth-token', B],
-			env=server_env(home),
-			cwd=REPO,
-			stdin=subprocess.DEVNULL,
-			stdout=out,
-			stderr=subprocess.STDOUT,
-		)
-	server = HttpServer(proc, port, home, log)
-	try:
-		assert wait_until(lambda: f':{port}/mcp' in server.log_text() or proc.poll() is not None, timeout=90)
-		assert proc.poll() is None, server.log_text()
+	with http_server(
+		home, '--max-sessions-per-principal', '1', '--queue-timeout', '60', '--auth-token', A, '--auth-token', B
+	) as server:
 		yield server
-	finally:
-		stop(server)
 
 
 async def test_a_queued_session_is_told_why_and_gets_the_freed_slot(tmp_path: Path, site: str) -> None:

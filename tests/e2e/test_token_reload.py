@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_http import INITIALIZE, HttpServer, connect, free_port, stop
-from tests.support import REPO, server_env, wait_until
+from tests.e2e.test_http import INITIALIZE, HttpServer, connect, free_port, http_server
+from tests.support import server_env, wait_until
 
 A = f'alpha-{uuid.uuid4().hex}'
 B = f'beta-{uuid.uuid4().hex}'
@@ -25,25 +25,9 @@ B = f'beta-{uuid.uuid4().hex}'
 @contextlib.contextmanager
 def token_file_server(home: Path, tokens: Path, poll: str) -> Iterator[HttpServer]:
 	home.mkdir(parents=True, exist_ok=True)
-	port = free_port()
-	log = home / 'server.log'
 	env = server_env(home, BROWSER_USE_MCP_TOKEN_FILE_POLL=poll, BROWSER_USE_MCP_AUTH_TOKEN_FILE=str(tokens))
-	with log.open('wb') as out:
-		proc = subprocess.Popen(
-			[sys.executable, '-m', 'browser_use_mcp', '--transport', 'http', '--port', str(port)],
-			env=env,
-			cwd=REPO,
-			stdin=subprocess.DEVNULL,
-			stdout=out,
-			stderr=subprocess.STDOUT,
-		)
-	server = HttpServer(proc, port, home, log)
-	try:
-		assert wait_until(lambda: f':{port}/mcp' in server.log_text() or proc.poll() is not None, timeout=90)
-		assert proc.poll() is None, server.log_text()
+	with http_server(home, env=env) as server:
 		yield server
-	finally:
-		stop(server)
 
 
 def status(server: HttpServer, token: str) -> int:
