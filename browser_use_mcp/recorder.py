@@ -16,7 +16,6 @@ Recordings outlive their session for ``--recordings-ttl`` seconds, all of them t
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -263,29 +262,10 @@ async def _page(state: Any) -> tuple[str | None, str | None]:
 
 async def _shot(state: Any) -> bytes | None:
 	"""The visible part of the focused page as a JPEG SHOT_WIDTH px wide at most, scaled by Chromium."""
-	from browser_use_mcp.tools.common import cdp_page
+	from browser_use_mcp.tools.common import visible_jpeg
 
 	try:
-		cdp = await asyncio.wait_for(cdp_page(state), STEP_BOUND)
-		send, sid = cdp.cdp_client.send, cdp.session_id
-		metrics = await asyncio.wait_for(send.Page.getLayoutMetrics(session_id=sid), STEP_BOUND)
-		view = metrics.get('cssVisualViewport') or metrics.get('cssLayoutViewport') or {}
-		width = float(view.get('clientWidth') or 0) or 1280.0
-		height = float(view.get('clientHeight') or 0) or 800.0
-		params = {
-			'format': 'jpeg',
-			'quality': SHOT_QUALITY,
-			'optimizeForSpeed': True,
-			'clip': {
-				'x': float(view.get('pageX') or 0),
-				'y': float(view.get('pageY') or 0),
-				'width': width,
-				'height': height,
-				'scale': min(1.0, SHOT_WIDTH / width),
-			},
-		}
-		shot = await asyncio.wait_for(send.Page.captureScreenshot(params=params, session_id=sid), STEP_BOUND)
-		return base64.b64decode(shot['data'])
+		return (await visible_jpeg(state, SHOT_WIDTH, SHOT_QUALITY, bound=STEP_BOUND))[0]
 	except (Exception, TimeoutError) as exc:
 		logger.info('recorder could not take a screenshot: %s', exc)
 		return None

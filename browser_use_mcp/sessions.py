@@ -663,12 +663,7 @@ class SessionRegistry:
 
 	async def delete(self, principal: str, session_id: str) -> bool:
 		"""End a session for good: close it if it runs (without saving) and remove its durable record."""
-		key = (principal, session_id)
-		creating = self._creating.get(key)
-		if creating is not None:
-			with contextlib.suppress(Exception):
-				await asyncio.shield(creating)
-		state = self._sessions.get(key)
+		state = await self._once_created(principal, session_id)
 		if state is not None:
 			state.persist = False
 		closed = await self.close(principal, session_id, 'deleted by browser_delete_session')
@@ -866,14 +861,18 @@ class SessionRegistry:
 
 	# -- closing -----------------------------------------------------------------------------
 
-	async def close(self, principal: str, session_id: str, reason: str = 'closed by browser_close_session') -> bool:
-		"""Close a session; False if there is none with this id (for this principal)."""
-		key = (principal, session_id)
-		creating = self._creating.get(key)
+	async def _once_created(self, principal: str, session_id: str) -> SessionState | None:
+		"""The session with this id, after a creation of it under way has ended (None: there is none)."""
+		creating = self._creating.get((principal, session_id))
 		if creating is not None:
 			with contextlib.suppress(Exception):
 				await asyncio.shield(creating)
-		state = self._sessions.get(key)
+		return self._sessions.get((principal, session_id))
+
+	async def close(self, principal: str, session_id: str, reason: str = 'closed by browser_close_session') -> bool:
+		"""Close a session; False if there is none with this id (for this principal)."""
+		key = (principal, session_id)
+		state = await self._once_created(principal, session_id)
 		if state is None:
 			pending = self._closing.get(key)
 			if pending is not None:

@@ -9,7 +9,6 @@ instead of taking another. A takeover holds the session's lock: agents' calls wa
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import time
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from browser_use_mcp.sessions import SessionState
-from browser_use_mcp.tools.common import cdp_page, current_title
+from browser_use_mcp.tools.common import cdp_page, current_title, visible_jpeg
 
 logger = logging.getLogger('browser_use_mcp.dashboard')
 
@@ -49,28 +48,9 @@ class Frame:
 
 
 async def _capture(state: SessionState, size: str, read_title: bool) -> Frame:
-	cdp = await cdp_page(state)
-	send, sid = cdp.cdp_client.send, cdp.session_id
-	metrics = await send.Page.getLayoutMetrics(session_id=sid)
-	view = metrics.get('cssVisualViewport') or metrics.get('cssLayoutViewport') or {}
-	width = float(view.get('clientWidth') or 0) or 1280.0
-	height = float(view.get('clientHeight') or 0) or 800.0
-	params: dict[str, Any] = {
-		'format': 'jpeg',
-		'quality': FRAME_QUALITY[size],
-		'optimizeForSpeed': True,
-		# the visible part of the page, in document coordinates, scaled down to the frame's width
-		'clip': {
-			'x': float(view.get('pageX') or 0),
-			'y': float(view.get('pageY') or 0),
-			'width': width,
-			'height': height,
-			'scale': min(1.0, FRAME_WIDTH[size] / width),
-		},
-	}
-	shot = await send.Page.captureScreenshot(params=params, session_id=sid)
+	jpeg, width, height = await visible_jpeg(state, FRAME_WIDTH[size], FRAME_QUALITY[size])
 	title = await current_title(state) if read_title else None  # None: a frame without a title rather than no frame
-	return Frame(base64.b64decode(shot['data']), time.monotonic(), int(width), int(height), title)
+	return Frame(jpeg, time.monotonic(), width, height, title)
 
 
 class Frames:

@@ -352,6 +352,34 @@ async def cdp_page(state: SessionState) -> Any:
 	return await state.browser_session.get_or_create_cdp_session(target_id=None, focus=False)
 
 
+async def visible_jpeg(state: SessionState, max_width: float, quality: int, bound: float | None = None) -> tuple[bytes, int, int]:
+	"""The visible part of the focused page as a JPEG at most ``max_width`` px wide, scaled by Chromium
+	itself (no image work in the server), and the viewport's CSS size. ``bound``: s for each CDP step."""
+	import base64
+
+	cdp = await asyncio.wait_for(cdp_page(state), bound)
+	send, sid = cdp.cdp_client.send, cdp.session_id
+	metrics = await asyncio.wait_for(send.Page.getLayoutMetrics(session_id=sid), bound)
+	view = metrics.get('cssVisualViewport') or metrics.get('cssLayoutViewport') or {}
+	width = float(view.get('clientWidth') or 0) or 1280.0
+	height = float(view.get('clientHeight') or 0) or 800.0
+	params: dict[str, Any] = {
+		'format': 'jpeg',
+		'quality': quality,
+		'optimizeForSpeed': True,
+		# the visible part of the page, in document coordinates, scaled down to max_width
+		'clip': {
+			'x': float(view.get('pageX') or 0),
+			'y': float(view.get('pageY') or 0),
+			'width': width,
+			'height': height,
+			'scale': min(1.0, max_width / width),
+		},
+	}
+	shot = await asyncio.wait_for(send.Page.captureScreenshot(params=params, session_id=sid), bound)
+	return base64.b64decode(shot['data']), int(width), int(height)
+
+
 async def evaluate(state: SessionState, expression: str, *, await_promise: bool = False, timeout: float = 15.0) -> Any:
 	"""Evaluate JS in the focused tab; return its JSON value or raise with the JS error."""
 	cdp = await cdp_page(state)
