@@ -27,6 +27,14 @@ async def noop(state: SessionState) -> SessionState:
 	return state
 
 
+async def settle(holds: Any, timeout: float = 10.0) -> None:
+	"""Until ``holds()`` is true: the queue moves on later turns of the loop, sooner or later on a busy machine."""
+	end = asyncio.get_running_loop().time() + timeout
+	while not holds():
+		assert asyncio.get_running_loop().time() < end, 'the queue did not get there in time'
+		await asyncio.sleep(0.01)
+
+
 async def registry_with(tmp_path: Path, **overrides: Any) -> SessionRegistry:
 	registry = SessionRegistry(fake_config(tmp_path, **overrides), provider=FakeProvider())
 	await registry.start()
@@ -52,7 +60,7 @@ async def test_a_busy_principal_never_holds_back_another(tmp_path: Path) -> None
 			order.append(f'a{i}')
 
 		tasks = [asyncio.create_task(open_a(i)) for i in range(10)]
-		await asyncio.sleep(0.2)
+		await settle(lambda: len(order) == 3 and registry.slots.waiting('A') == 7)
 		assert sorted(order) == ['a0', 'a1', 'a2'], 'A gets its 3, the other 7 wait'
 		assert registry.slots.waiting('A') == 7
 		# B is neither refused nor queued behind A's 7
@@ -64,11 +72,11 @@ async def test_a_busy_principal_never_holds_back_another(tmp_path: Path) -> None
 		assert 'and 0 more of your new sessions are queued ahead of this one' in notices[3].messages[-1]
 		assert 'and 6 more of your new sessions are queued ahead' in notices[9].messages[-1]
 		await registry.close('A', 'a0')
-		await asyncio.sleep(0.1)
+		await settle(lambda: len(order) == 4)
 		assert order[3:] == ['a3'] and registry.slots.waiting('A') == 6
 		for i in (1, 2, 3):  # first come, first served within A
 			await registry.close('A', f'a{i}')
-		await asyncio.sleep(0.1)
+		await settle(lambda: len(order) == 7)
 		assert order[4:] == ['a4', 'a5', 'a6']
 		for task in tasks:
 			task.cancel()
@@ -90,12 +98,12 @@ async def test_principals_are_served_round_robin_at_the_server_limit(tmp_path: P
 			order.append(sid)
 
 		tasks = [asyncio.create_task(open_('A', f'a{i}')) for i in range(3)]
-		await asyncio.sleep(0.05)
+		await settle(lambda: registry.slots.waiting() == 3)
 		tasks += [asyncio.create_task(open_('B', f'b{i}')) for i in range(2)]
-		await asyncio.sleep(0.05)
+		await settle(lambda: registry.slots.waiting() == 5)
 		told = Notices()
 		late = asyncio.create_task(registry.run('C', 'c0', noop, waiting=told))
-		await asyncio.sleep(0.05)
+		await settle(lambda: bool(told.messages))
 		assert told.messages[0] == (
 			"Waiting for a session slot for 'c0': the server holds 2 sessions, its limit (--max-sessions 2), "
 			'and 5 new session(s) are queued ahead of this one.'
@@ -103,9 +111,9 @@ async def test_principals_are_served_round_robin_at_the_server_limit(tmp_path: P
 		late.cancel()
 		await asyncio.gather(late, return_exceptions=True)
 		assert registry.slots.waiting() == 5
-		for sid in ('held-1', 'held-2', 'a0', 'b0'):  # each close frees one slot
+		for n, sid in enumerate(('held-1', 'held-2', 'a0', 'b0'), 1):  # each close frees one slot
 			await registry.close(*(('A', sid) if sid[0] != 'b' else ('B', sid)))
-			await asyncio.sleep(0.05)
+			await settle(lambda n=n: len(order) == n)
 		assert order == ['a0', 'b0', 'a1', 'b1'], order
 		for task in tasks:
 			task.cancel()
@@ -119,7 +127,7 @@ async def test_a_queued_session_times_out_with_which_limit_and_how_many_ahead(tm
 	try:
 		await registry.run('A', 'mine', noop)
 		first = asyncio.create_task(registry.run('A', 'second', noop))
-		await asyncio.sleep(0.05)
+		await settle(lambda: registry.slots.waiting('A') == 1)
 		told = Notices()
 		with pytest.raises(QueueTimeout) as caught:
 			await registry.run('A', 'third', noop, waiting=told)
@@ -164,14 +172,14 @@ async def test_concurrent_calls_per_principal_wait_their_turn(tmp_path: Path) ->
 			return state
 
 		running = asyncio.create_task(registry.run('A', 's1', slow))
-		await asyncio.sleep(0.05)
+		await settle(lambda: registry.call_slots.active('A') == 1)
 		await asyncio.wait_for(registry.run('B', 's1', noop), 1)  # another principal is not held
 		told = Notices()
 		with pytest.raises(QueueTimeout, match='your limit \\(--max-calls-per-principal 1\\)'):
 			await registry.run('A', 's2', noop, waiting=told)
 		assert told.messages and told.messages[0].startswith('Waiting for a call slot: you have 1 calls running')
 		waiting = asyncio.create_task(registry.run('A', 's2', noop))
-		await asyncio.sleep(0.05)
+		await asyncio.sleep(0.05)  # it queues behind s1 (nothing to observe: it only waits)
 		gate.set()
 		await running
 		await asyncio.wait_for(waiting, 1)
