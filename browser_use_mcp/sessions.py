@@ -575,8 +575,13 @@ class SessionRegistry:
 		while True:
 			closing = self._closing.get(key)
 			if closing is not None:
-				with contextlib.suppress(Exception):
-					await asyncio.shield(closing)
+				if closing.done():
+					# finished, its done callback not run yet: awaiting a done task does not yield, so
+					# waiting for that callback here would spin this loop forever
+					self._closing.pop(key, None)
+				else:
+					with contextlib.suppress(Exception):
+						await asyncio.shield(closing)
 				continue
 			state = self._sessions.get(key)
 			if state is not None:
