@@ -61,6 +61,19 @@ _build_sessions: contextvars.ContextVar[dict[str, Any] | None] = contextvars.Con
 )
 
 
+def snapshot_request() -> dict[str, object]:
+	"""The DOMSnapshot.captureSnapshot parameters browser-use's tree building needs (both capture paths)."""
+	from browser_use.dom.enhanced_snapshot import REQUIRED_COMPUTED_STYLES
+
+	return {
+		'computedStyles': REQUIRED_COMPUTED_STYLES,
+		'includePaintOrder': True,
+		'includeDOMRects': True,
+		'includeBlendedBackgroundColors': False,
+		'includeTextColorOpacities': False,
+	}
+
+
 def listener_script(limit: int, overflow: str) -> str:
 	"""The elements with a click-like listener, as an array of references; ``overflow`` when more
 	than ``limit`` have one; null without DevTools' command line API or on a heavy page."""
@@ -141,7 +154,6 @@ async def _release(send: Any, group: str, session_id: str) -> None:
 async def read_all_trees(self: Any, target_id: str) -> Any:
 	"""Stands in for ``DomService._get_all_trees`` (see the module docstring)."""
 	from browser_use.dom import service as module
-	from browser_use.dom.enhanced_snapshot import REQUIRED_COMPUTED_STYLES
 	from browser_use.dom.views import TargetAllTrees
 
 	cdp_session = await self.browser_session.get_or_create_cdp_session(target_id=target_id, focus=False)
@@ -149,13 +161,7 @@ async def read_all_trees(self: Any, target_id: str) -> Any:
 	started = time.time()
 	script = listener_script(module._MAX_JS_CLICK_LISTENER_ELEMENTS, module._JS_CLICK_LISTENER_OVERFLOW)
 	listeners = asyncio.ensure_future(click_listener_ids(client, session_id, script, module._DESCRIBE_NODE_BATCH_SIZE))
-	snapshot_params = {
-		'computedStyles': REQUIRED_COMPUTED_STYLES,
-		'includePaintOrder': True,
-		'includeDOMRects': True,
-		'includeBlendedBackgroundColors': False,
-		'includeTextColorOpacities': False,
-	}
+	snapshot_params = snapshot_request()
 	requests = {
 		'snapshot': lambda: client.send.DOMSnapshot.captureSnapshot(params=snapshot_params, session_id=session_id),
 		'dom_tree': lambda: client.send.DOM.getDocument(params={'depth': -1, 'pierce': True}, session_id=session_id),

@@ -432,21 +432,14 @@ async def read_trees(service: Any, target_id: str) -> _Trees:
 	"""The requests of ``dom_capture.read_all_trees``, the three large answers left undecoded."""
 	from browser_use.dom import service as module
 
-	from browser_use_mcp.patches.dom_capture import click_listener_ids, listener_script
+	from browser_use_mcp.patches.dom_capture import click_listener_ids, listener_script, snapshot_request
 
 	cdp_session = await service.browser_session.get_or_create_cdp_session(target_id=target_id, focus=False)
 	client, session_id = cdp_session.cdp_client, cdp_session.session_id
 	script = listener_script(module._MAX_JS_CLICK_LISTENER_ELEMENTS, module._JS_CLICK_LISTENER_OVERFLOW)
 	listeners = asyncio.ensure_future(click_listener_ids(client, session_id, script, module._DESCRIBE_NODE_BATCH_SIZE))
-	from browser_use.dom.enhanced_snapshot import REQUIRED_COMPUTED_STYLES
 
-	snapshot_params = {
-		'computedStyles': REQUIRED_COMPUTED_STYLES,
-		'includePaintOrder': True,
-		'includeDOMRects': True,
-		'includeBlendedBackgroundColors': False,
-		'includeTextColorOpacities': False,
-	}
+	snapshot_params = snapshot_request()
 
 	async def ax_trees() -> list[Any]:
 		frame_tree = await client.send.Page.getFrameTree(session_id=session_id)
