@@ -648,8 +648,17 @@ def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True)
 			Check('grid CDP', 'fail', f'could not speak CDP through the Grid: {exc}', 'Check that the Grid forwards websockets')
 		)
 	finally:
-		with contextlib.suppress(OSError, ValueError):
-			_grid_request(f'{base}/session/{session}', 'DELETE')
+		try:  # a node's chromedriver can take a while to quit its browser on a loaded machine
+			_grid_request(f'{base}/session/{session}', 'DELETE', timeout=30.0)
+		except (OSError, ValueError) as exc:
+			checks.append(
+				Check(
+					'grid cleanup',
+					'warn',
+					f'the test browser (Grid session {session}) could not be ended: {exc}',
+					f'End it with DELETE {base}/session/{session}, or let the Grid\'s --session-timeout reclaim it',
+				)
+			)
 	return checks
 
 
