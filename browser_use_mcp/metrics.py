@@ -41,7 +41,6 @@ METRICS_PATH = '/metrics'
 PREFIX = 'browser_use_mcp'
 # Tool calls take from ~10 ms (list_tabs) to minutes (the agent tool).
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
-OUTCOMES = ('ok', 'error', 'cancelled')
 READY_TTL = 2.0  # s a readiness answer is reused: a probe every 100 ms costs one check every 2 s
 MEMORY_TTL = 5.0  # s a memory sample is reused
 MEMORY_BOUND = 2.0  # s one memory sample may take; what was not read by then is left out of it

@@ -91,12 +91,4 @@ def install(loop: asyncio.AbstractEventLoop | None = None) -> None:
 		return task
 
 	factory._browser_use_mcp_scoped = True  # type: ignore[attr-defined]
-	factory._browser_use_mcp_previous = previous  # type: ignore[attr-defined]
 	loop.set_task_factory(factory)
-
-
-def uninstall(loop: asyncio.AbstractEventLoop | None = None) -> None:
-	loop = loop or asyncio.get_running_loop()
-	factory = loop.get_task_factory()
-	if getattr(factory, '_browser_use_mcp_scoped', False):
-		loop.set_task_factory(factory._browser_use_mcp_previous)  # type: ignore[union-attr]

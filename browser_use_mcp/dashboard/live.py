@@ -14,14 +14,13 @@ import logging
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.common import cdp_page, current_title, visible_jpeg
 
 logger = logging.getLogger('browser_use_mcp.dashboard')
 
-Size = Literal['thumb', 'large']
 # width in CSS pixels a frame is scaled down to, JPEG quality, and how often it may be taken
 # (measured: docs/dashboard.md#costs)
 FRAME_WIDTH: dict[str, int] = {'thumb': 400, 'large': 1280}
