@@ -1,12 +1,15 @@
-"""Where a session's browser comes from: one decision, made in one place.
+"""Where a session's browser comes from.
 
 A provider hands the registry a ``Browser`` for a session (browser-use connected to a CDP
 endpoint the provider owns), tells it when that browser dies, and takes it back on close. The
 registry, the pool, expiry, tombstones and every tool work the same whichever provider made it.
 
 - ``process``: a Chromium of our own per session (``providers/process.py``);
-- more to come on the same seam: browser contexts in shared Chromiums, contexts in a browser
-  someone else started (``--cdp-url``), Selenium Grid sessions.
+- ``shared``: sessions as browser contexts of shared Chromiums of our own (``--isolation context``),
+  or of a browser someone else started (``--cdp-url``; ``providers/shared.py``, ``cdp_proxy.py``);
+- ``grid``: a Selenium Grid session per MCP session (``--grid-url``; ``providers/grid.py``).
+
+``cdp_client.py`` is the small CDP client they (and storage, doctor) use for browser-level commands.
 """
 
 from browser_use_mcp.providers.base import Browser, BrowserProvider, Endpoint

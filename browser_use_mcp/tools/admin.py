@@ -1,4 +1,5 @@
-"""Managing sessions themselves: create, list, close one, close all, close the caller's."""
+"""Managing sessions themselves: create, clone, list, close one, close all, close the caller's, delete a
+durable one, and save a session's storage state (the one session-scoped tool here)."""
 
 from __future__ import annotations
 
