@@ -369,7 +369,7 @@ def run_server(config: Any) -> int:
 
 	if config.cdp_url:  # a wrong URL is a start-up error, with the address and what to check
 		from browser_use_mcp.errors import BrowserStartFailed
-		from browser_use_mcp.providers.shared import browser_ws_url
+		from browser_use_mcp.providers.cdp_client import browser_ws_url
 
 		try:
 			browser_ws_url(config.cdp_url)

@@ -1,5 +1,6 @@
 """A minimal CDP client for the server's own browser-level commands (contexts, liveness, storage
-seeding), over a websocket or a channel of a Chromium's pipe (anything with send, async for, close)."""
+seeding), over a websocket or a channel of a Chromium's pipe (anything with send, async for, close),
+and ``browser_ws_url``, which finds the browser-level websocket of an http(s) CDP endpoint."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import contextlib
 import itertools
 import json
 import logging
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 from websockets.asyncio.client import connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidURI
+
+from browser_use_mcp.errors import BrowserStartFailed
 
 logger = logging.getLogger('browser_use_mcp.providers.cdp_client')
 
@@ -99,3 +103,25 @@ class CdpConnection:
 		self._reader.cancel()
 		with contextlib.suppress(asyncio.CancelledError, Exception):
 			await self._reader
+
+
+def browser_ws_url(cdp_url: str, timeout: float = 5.0) -> str:
+	"""The browser-level websocket URL of a CDP endpoint given as http(s)://host:port or ws://...
+
+	Raises BrowserStartFailed naming the URL and what to check when nothing answers there.
+	"""
+	if cdp_url.startswith(('ws://', 'wss://')):
+		return cdp_url
+	base = cdp_url.rstrip('/')
+	if base.endswith('/json/version'):
+		base = base[: -len('/json/version')]
+	try:
+		opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the URL is reached directly
+		with opener.open(base + '/json/version', timeout=timeout) as reply:
+			return json.loads(reply.read())['webSocketDebuggerUrl']
+	except (OSError, ValueError, KeyError, InvalidURI) as exc:
+		raise BrowserStartFailed(
+			f'No browser answers at --cdp-url {cdp_url} ({exc}). Check that the browser is running with '
+			'--remote-debugging-port (e.g. chromium --remote-debugging-port=9222) and that the URL is its '
+			'http://host:port.'
+		) from None

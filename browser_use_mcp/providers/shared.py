@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import urllib.parse
@@ -31,7 +30,7 @@ from websockets.exceptions import ConnectionClosed, InvalidURI
 from browser_use_mcp.browser import ChromiumProcess, SessionDirs
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
-from browser_use_mcp.providers.cdp_client import COMMAND_TIMEOUT, CdpConnection, CdpError
+from browser_use_mcp.providers.cdp_client import COMMAND_TIMEOUT, CdpConnection, CdpError, browser_ws_url
 from browser_use_mcp.providers.cdp_proxy import ContextLink, ContextRouter, Upstream
 from browser_use_mcp.providers.process import ProcessProvider
 from browser_use_mcp.session_options import SessionOptions
@@ -340,25 +339,3 @@ async def websocket_to(ws_url: str) -> Upstream:
 def is_loopback_url(url: str) -> bool:
 	host = (urllib.parse.urlsplit(url).hostname or '').lower()
 	return host in ('localhost', '127.0.0.1', '::1') or host.startswith('127.')
-
-
-def browser_ws_url(cdp_url: str, timeout: float = 5.0) -> str:
-	"""The browser-level websocket URL of a CDP endpoint given as http(s)://host:port or ws://...
-
-	Raises BrowserStartFailed naming the URL and what to check when nothing answers there.
-	"""
-	if cdp_url.startswith(('ws://', 'wss://')):
-		return cdp_url
-	base = cdp_url.rstrip('/')
-	if base.endswith('/json/version'):
-		base = base[: -len('/json/version')]
-	try:
-		opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the URL is reached directly
-		with opener.open(base + '/json/version', timeout=timeout) as reply:
-			return json.loads(reply.read())['webSocketDebuggerUrl']
-	except (OSError, ValueError, KeyError, InvalidURI) as exc:
-		raise BrowserStartFailed(
-			f'No browser answers at --cdp-url {cdp_url} ({exc}). Check that the browser is running with '
-			'--remote-debugging-port (e.g. chromium --remote-debugging-port=9222) and that the URL is its '
-			'http://host:port.'
-		) from None

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.catalog import HELD_BY_PERSON
-from browser_use_mcp.providers.shared import CdpConnection
+from browser_use_mcp.providers.cdp_client import CdpConnection
 from tests.e2e.test_http import HttpServer, connect, free_port, http_server
 from tests.support import Background, Mcp, running_server, server_env, user_chromium
 
