@@ -1,11 +1,12 @@
 """The catalogue of tools: what ``tools/list`` advertises, and the one path every call takes.
 
-This is the one place that knows about ``session_id`` and the session around a call. For a
-session tool it adds the property to the schema; for every call of one it validates the
-arguments, resolves the id to a ``SessionState`` through the session registry (which takes that
-session's lock), makes sure the session has a live focused tab, and only then hands the handler
-the state. Handlers never see ids, locks or the registry. When a tool's ``include_state`` is
-true, the page state after the handler is appended here too, under the same lock.
+This is the one place that knows about a tool's ``session_id`` argument and the session around a
+call. For a session tool it adds the property to the schema; for every call of one it reads and
+checks the id (once: it also tags the call's log lines with it), validates the arguments, resolves
+the id to a ``SessionState`` through the session registry (which holds that session for the call),
+makes sure the session has a live focused tab, and only then hands the handler the state. Handlers
+never see ids, locks or the registry. When a tool declares ``include_state`` and a call sets it,
+the page state after the handler is appended here too, under the same hold.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from browser_use_mcp import dialogs
 from browser_use_mcp.errors import InvalidArgument, ToolError, UnknownTool
-from browser_use_mcp.sessions import SessionRegistry, SessionState
+from browser_use_mcp.sessions import SessionRegistry, SessionState, current_session
 from browser_use_mcp.tools import debug, tools_for
 from browser_use_mcp.tools.base import RETENTION_PLACEHOLDER, Call, Hints, Reply, Tool
 from browser_use_mcp.tools.common import (
@@ -134,8 +135,10 @@ class Catalog:
 			raise InvalidArgument(f'Arguments for {name} must be a JSON object.')
 		args = dict(arguments or {})
 		if tool.scope == 'admin':
+			_tag_admin_call(self.sessions, args)
 			return _checked(tool, _as_reply(await tool.handler(self.sessions, tool.parse(args), call)))
-		session_id = args.pop('session_id', None)
+		session_id = self.sessions.normalize_id(args.pop('session_id', None))
+		current_session.set(session_id)  # the transport resets it once the call is answered and logged
 		parsed = tool.parse(args)
 
 		limit = deadline(name, bool(getattr(parsed, 'include_state', False)))
@@ -179,6 +182,14 @@ class Catalog:
 		reply = _checked(tool, _as_reply(result))
 		reply.notes.extend(state.take_notes())
 		return reply
+
+
+def _tag_admin_call(sessions: SessionRegistry, args: dict[str, Any]) -> None:
+	"""An admin tool that names a session (close, delete, create...) tags its log lines with it; an
+	unusable id is left for the tool to refuse, saying why."""
+	if 'session_id' in args and args['session_id'] is not None:
+		with contextlib.suppress(ToolError):
+			current_session.set(sessions.normalize_id(args['session_id']))
 
 
 def queued_notice(call: Call) -> Any:

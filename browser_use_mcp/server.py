@@ -59,16 +59,6 @@ def error_result(message: str) -> types.CallToolResult:
 	return types.CallToolResult(content=[types.TextContent(type='text', text=message)], is_error=True)
 
 
-def session_tag(catalog: Catalog, name: str, arguments: Any) -> str:
-	"""Which session a call acts in, for the log lines written outside the registry's scope (an
-	unexpected failure is logged here, after the registry has let go of the session)."""
-	sid = arguments.get('session_id') if isinstance(arguments, dict) else None
-	with contextlib.suppress(ToolError):  # an unusable id or an unknown tool: no session (the call says why)
-		if sid is not None or catalog.get(name).scope == 'session':
-			return catalog.sessions.normalize_id(sid)
-	return '-'
-
-
 def advertised(info: ToolInfo) -> types.Tool:
 	"""A catalogue entry as ``tools/list`` shows it, its hints as MCP tool annotations."""
 	hints = info.hints
@@ -115,7 +105,7 @@ def build_server(
 		call = Call(principal=principal_of(ctx), progress=progress)
 		error: str | None = None
 		outcome = 'cancelled'  # unless it ends otherwise: a cancel is the one way out that is not a return
-		tag = current_session.set(session_tag(catalog, params.name, params.arguments))
+		tag = current_session.set('-')  # the catalogue names the call's session once it has read its id
 		call_tag = CallTag(call.principal, params.name)
 		call_token = current_call.set(call_tag)
 		try:
