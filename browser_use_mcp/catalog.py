@@ -141,12 +141,13 @@ class Catalog:
 		current_session.set(session_id)  # the transport resets it once the call is answered and logged
 		parsed = tool.parse(args)
 
-		limit = deadline(name, bool(getattr(parsed, 'include_state', False)))
+		wants_state = tool.wants_state(parsed)
+		limit = deadline(name, wants_state)
 
 		async def body(state: SessionState) -> Reply | str:
 			await ensure_focus(state)
 			result = await tool.handler(state, parsed, call)
-			if getattr(parsed, 'include_state', False):  # still under the session's lock: the page as the action left it
+			if wants_state:  # still under the session's lock: the page as the action left it
 				result = await with_page_state(state, _as_reply(result))
 			return result
 

@@ -23,7 +23,7 @@ from browser_use_mcp.server import build_server
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from browser_use_mcp.tools import ALL_TOOLS, tools_for
 from browser_use_mcp.tools.admin import ClosedCount
-from browser_use_mcp.tools.base import Call, Hints, NoArgs, Reply, tool
+from browser_use_mcp.tools.base import Args, Call, Hints, IncludeState, NoArgs, Reply, tool
 
 UPSTREAM_DUMP = """
 import asyncio, json
@@ -248,6 +248,32 @@ def test_a_tool_is_declared_by_its_handler() -> None:
 
 	assert (admin_probe.scope, admin_probe.output) == ('admin', None)
 	assert admin_probe.hints == Hints('Admin probe', read_only=True, destructive=False, idempotent=True, open_world=False)
+
+
+class _AfterwardsArgs(Args):
+	then_show: IncludeState = False
+
+
+class _NamedLikeItArgs(Args):
+	include_state: bool = False  # named like it, not typed IncludeState: not a request for the page state
+
+
+def test_include_state_is_declared_by_its_type_not_guessed_from_its_name() -> None:
+	@tool('Declares it', destructive=False, idempotent=True, open_world=False)
+	async def declares(state: SessionState, args: _AfterwardsArgs, call: Call) -> str:
+		"""Asks for the page state under another name."""
+		return 'x'
+
+	@tool('Only named like it', destructive=False, idempotent=True, open_world=False)
+	async def named(state: SessionState, args: _NamedLikeItArgs, call: Call) -> str:
+		"""Has a field named like it."""
+		return 'x'
+
+	assert declares.state_argument == 'then_show'
+	assert declares.wants_state(_AfterwardsArgs(then_show=True))
+	assert not declares.wants_state(_AfterwardsArgs())
+	assert named.state_argument is None
+	assert not named.wants_state(_NamedLikeItArgs(include_state=True))
 
 
 async def _no_doc(state: SessionState, args: NoArgs, call: Call) -> str:

@@ -60,14 +60,22 @@ class Output(BaseModel):
 		return self.model_dump(mode='json')
 
 
+class _ReportsState:
+	"""Marks the one argument that asks for the page state after the action (see ``Tool.wants_state``)."""
+
+
+REPORTS_STATE = _ReportsState()
+
 # The optional argument of the tools that change the page: the catalogue appends the page state
-# after the action, and its indices become the session's current ones (``tools.common``).
+# after the action, and its indices become the session's current ones (``tools.common``). A tool
+# declares it by typing an argument ``IncludeState``; its name is not what the catalogue looks at.
 IncludeState = Annotated[
 	bool,
 	Field(
 		description='Also return the page state after this action, exactly as browser_get_state would, as a second '
 		'text block; its element indices are then the current ones. Saves a browser_get_state call.'
 	),
+	REPORTS_STATE,
 ]
 
 
@@ -146,6 +154,11 @@ class Tool:
 	args: type[Args]
 	handler: Handler
 	output: type[Output] | None = None  # the structured content of a successful result, if any
+	state_argument: str | None = None  # the argument typed IncludeState, if it has one
+
+	def wants_state(self, args: Args) -> bool:
+		"""Whether this call asked for the page state after its action (its ``IncludeState`` argument)."""
+		return self.state_argument is not None and bool(getattr(args, self.state_argument))
 
 	def input_schema(self) -> dict[str, Any]:
 		return model_schema(self.args)
@@ -216,7 +229,16 @@ def _from_handler(fn: Handler, hints: Hints, namespace: dict[str, Any]) -> Tool:
 			raise TypeError(f'{where}: in -> Reply[X], X is its output model, a subclass of Output')
 	elif returns not in (str, Reply):
 		raise TypeError(f'{where}: return str, Reply, or Reply[X] for structured content X')
-	return Tool(name, ' '.join(fn.__doc__.split()), hints, scope, second, fn, output)
+	state_argument = _state_argument(second, where)
+	return Tool(name, ' '.join(fn.__doc__.split()), hints, scope, second, fn, output, state_argument)
+
+
+def _state_argument(args: type[Args], where: str) -> str | None:
+	"""The name of the argument typed ``IncludeState`` (at most one), or None."""
+	found = [name for name, info in args.model_fields.items() if any(m is REPORTS_STATE for m in info.metadata)]
+	if len(found) > 1:
+		raise TypeError(f'{where}: at most one argument is typed IncludeState, not {", ".join(found)}')
+	return found[0] if found else None
 
 
 def _clean(node: Any) -> Any:
