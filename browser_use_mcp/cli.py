@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from typing import Any
@@ -12,13 +13,21 @@ os.environ.setdefault('BROWSER_USE_SETUP_LOGGING', 'false')
 os.environ.setdefault('BROWSER_USE_LOGGING_LEVEL', 'warning')
 
 from browser_use_mcp import __version__  # noqa: E402
-from browser_use_mcp.config import ENV_VARS  # noqa: E402
+from browser_use_mcp.config import ENV_VARS, ServerConfig  # noqa: E402
 
 COMMANDS = ('serve', 'demo', 'doctor', 'install-browser')
 
 
 def _env(name: str) -> str:
 	return ENV_VARS[name][0]
+
+
+def _default(name: str) -> str:
+	"""A setting's default as --help states it, read from ``ServerConfig`` (stated once, there)."""
+	value = {f.name: f.default for f in dataclasses.fields(ServerConfig)}[name]
+	if value == ():
+		return 'none'
+	return f'{value:g}' if isinstance(value, float) else str(value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,9 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
 	parser.add_argument('--version', action='version', version=f'browser-use-mcp {__version__}')
 	parser.add_argument('command', nargs='?', choices=COMMANDS, default='serve', help='what to run (default: serve)')
 	g = parser.add_argument_group('transport')
-	g.add_argument('--transport', choices=('stdio', 'http'), help=f'MCP transport (default stdio; env {_env("transport")})')
-	g.add_argument('--host', help=f'HTTP bind address (default 127.0.0.1; env {_env("host")})')
-	g.add_argument('--port', type=int, help=f'HTTP port (default 8000; env {_env("port")})')
+	g.add_argument(
+		'--transport', choices=('stdio', 'http'), help=f'MCP transport (default {_default("transport")}; env {_env("transport")})'
+	)
+	g.add_argument('--host', help=f'HTTP bind address (default {_default("host")}; env {_env("host")})')
+	g.add_argument('--port', type=int, help=f'HTTP port (default {_default("port")}; env {_env("port")})')
 	g.add_argument(
 		'--auth-token',
 		action='append',
@@ -63,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 		'--takeover-timeout',
 		type=float,
 		metavar='SECONDS',
-		help=f'a dashboard takeover ends after this long without input (default 120; env {_env("takeover_timeout")})',
+		help=f'a dashboard takeover ends after this long without input (default {_default("takeover_timeout")}; env {_env("takeover_timeout")})',
 	)
 	g.add_argument(
 		'--metrics-public',
@@ -77,59 +88,62 @@ def build_parser() -> argparse.ArgumentParser:
 		'--header-timeout',
 		type=float,
 		metavar='SECONDS',
-		help=f'close a connection that has not sent a whole request header within this time (default 10; env {_env("header_timeout")})',
+		help=f'close a connection that has not sent a whole request header within this time (default {_default("header_timeout")}; env {_env("header_timeout")})',
 	)
 	h.add_argument(
 		'--keep-alive-timeout',
 		type=float,
 		metavar='SECONDS',
-		help=f'close an idle keep-alive connection after this time (default 5; env {_env("keep_alive_timeout")})',
+		help=f'close an idle keep-alive connection after this time (default {_default("keep_alive_timeout")}; env {_env("keep_alive_timeout")})',
 	)
 	h.add_argument(
 		'--max-connections',
 		type=int,
 		metavar='N',
-		help=f'open HTTP connections at once; more get 503 (default 1000; env {_env("max_connections")})',
+		help=f'open HTTP connections at once; more get 503 (default {_default("max_connections")}; env {_env("max_connections")})',
 	)
 	h.add_argument(
 		'--max-connections-per-client',
 		type=int,
 		metavar='N',
-		help=f'open connections from one client address; more get 429; 0 = no cap (default 100; env {_env("max_connections_per_client")})',
+		help=f'open connections from one client address; more get 429; 0 = no cap (default {_default("max_connections_per_client")}; env {_env("max_connections_per_client")})',
 	)
 	h.add_argument(
 		'--max-request-body',
 		type=int,
 		metavar='BYTES',
-		help=f'largest request body at /mcp and /messages/; larger gets 413 (default 4194304; env {_env("max_request_body")})',
+		help=f'largest request body at /mcp and /messages/; larger gets 413 (default {_default("max_request_body")}; env {_env("max_request_body")})',
 	)
 	h.add_argument(
 		'--max-transport-sessions',
 		type=int,
 		metavar='N',
-		help=f'MCP transport sessions (Mcp-Session-Id) per token; one more gets 429 (default 100; env {_env("max_transport_sessions")})',
+		help=f'MCP transport sessions (Mcp-Session-Id) per token; one more gets 429 (default {_default("max_transport_sessions")}; env {_env("max_transport_sessions")})',
 	)
 	h.add_argument(
 		'--transport-session-idle',
 		type=float,
 		metavar='SECONDS',
-		help=f'drop an MCP transport session after this long without a request (default 1800; env {_env("transport_session_idle")})',
+		help=f'drop an MCP transport session after this long without a request (default {_default("transport_session_idle")}; env {_env("transport_session_idle")})',
 	)
 	s = parser.add_argument_group('sessions')
 	s.add_argument(
 		'--idle-timeout',
 		type=float,
 		metavar='SECONDS',
-		help=f'close a session unused this long; 0 = never (default 600; env {_env("idle_timeout")})',
+		help=f'close a session unused this long; 0 = never (default {_default("idle_timeout")}; env {_env("idle_timeout")})',
 	)
 	s.add_argument(
 		'--max-session-duration',
 		type=float,
 		metavar='SECONDS',
-		help=f'close a session this long after creation; 0 = unlimited (default 0; env {_env("max_session_duration")})',
+		help=f'close a session this long after creation; 0 = unlimited (default {_default("max_session_duration")}; env {_env("max_session_duration")})',
 	)
 	s.add_argument(
-		'--max-sessions', type=int, metavar='N', help=f'most sessions at once (default 32; env {_env("max_sessions")})'
+		'--max-sessions',
+		type=int,
+		metavar='N',
+		help=f'most sessions at once (default {_default("max_sessions")}; env {_env("max_sessions")})',
 	)
 	s.add_argument(
 		'--max-sessions-per-principal',
@@ -147,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 		'--recordings-ttl',
 		type=float,
 		metavar='SECONDS',
-		help=f'keep a recording this long after its session closed (default 86400; env {_env("recordings_ttl")})',
+		help=f'keep a recording this long after its session closed (default {_default("recordings_ttl")}; env {_env("recordings_ttl")})',
 	)
 	s.add_argument(
 		'--max-calls-per-principal',
@@ -160,10 +174,14 @@ def build_parser() -> argparse.ArgumentParser:
 		type=float,
 		metavar='SECONDS',
 		help='how long a new session or call waits for a slot when a limit is reached, then fails (retryable) '
-		f'(default 30 over HTTP, 0 = refuse at once on stdio; env {_env("queue_timeout")})',
+		f'(default {ServerConfig(transport="http").queue_wait:g} over HTTP, 0 = refuse at once on stdio; '
+		f'env {_env("queue_timeout")})',
 	)
 	s.add_argument(
-		'--prewarm', type=int, metavar='N', help=f'keep N browsers launched and ready (default 0; env {_env("prewarm")})'
+		'--prewarm',
+		type=int,
+		metavar='N',
+		help=f'keep N browsers launched and ready (default {_default("prewarm")}; env {_env("prewarm")})',
 	)
 	s.add_argument(
 		'--persist-sessions',
@@ -182,25 +200,25 @@ def build_parser() -> argparse.ArgumentParser:
 	b.add_argument(
 		'--isolation',
 		choices=('browser', 'context'),
-		help=f'a named session is a context of a shared Chromium (context) or a Chromium of its own (browser) (default context; env {_env("isolation")})',
+		help=f'a named session is a context of a shared Chromium (context) or a Chromium of its own (browser) (default {_default("isolation")}; env {_env("isolation")})',
 	)
 	b.add_argument(
 		'--dialogs',
 		choices=('accept', 'hold'),
 		help='JavaScript alerts, confirms, prompts and leave-page dialogs: accept them at once as browser-use does '
-		f'(prompts are cancelled), or hold them for browser_handle_dialog (default accept; env {_env("dialogs")})',
+		f'(prompts are cancelled), or hold them for browser_handle_dialog (default {_default("dialogs")}; env {_env("dialogs")})',
 	)
 	b.add_argument(
 		'--contexts-per-browser',
 		type=int,
 		metavar='K',
-		help=f'--isolation context: sessions per shared Chromium (default 16; env {_env("contexts_per_browser")})',
+		help=f'--isolation context: sessions per shared Chromium (default {_default("contexts_per_browser")}; env {_env("contexts_per_browser")})',
 	)
 	b.add_argument(
 		'--allow-browser-urls',
 		metavar='URLS',
 		help='browser-internal pages the tools may open anyway, comma-separated, e.g. chrome://version,about:version '
-		f'(default none; env {_env("allow_browser_urls")})',
+		f'(default {_default("allow_browser_urls")}; env {_env("allow_browser_urls")})',
 	)
 	b.add_argument(
 		'--cdp-url',
@@ -244,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
 		'--grid-timeout',
 		type=float,
 		metavar='SECONDS',
-		help=f'wait this long for a free Grid slot before failing as "at capacity" (default 30; env {_env("grid_timeout")})',
+		help=f'wait this long for a free Grid slot before failing as "at capacity" (default {_default("grid_timeout")}; env {_env("grid_timeout")})',
 	)
 	g.add_argument(
 		'--grid-default-session',
@@ -255,12 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
 	o.add_argument(
 		'--log-level',
 		choices=('debug', 'info', 'warning', 'error'),
-		help=f'stderr log level (default warning; env {_env("log_level")})',
+		help=f'stderr log level (default {_default("log_level")}; env {_env("log_level")})',
 	)
 	o.add_argument(
 		'--log-format',
 		choices=('text', 'json'),
-		help=f'stderr log lines as text, or one JSON object per line (default text; env {_env("log_format")})',
+		help=f'stderr log lines as text, or one JSON object per line (default {_default("log_format")}; env {_env("log_format")})',
 	)
 	o.add_argument(
 		'--output',

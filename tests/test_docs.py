@@ -105,3 +105,26 @@ def _anchors(page: Path) -> set[str]:
 		slug = re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
 		anchors.add(slug)
 	return anchors
+
+
+def test_cli_help_states_the_defaults_of_the_config_model() -> None:
+	"""--help reads each default it states from ServerConfig: a default changed there is the one --help shows."""
+	import dataclasses
+
+	from browser_use_mcp.config import ServerConfig
+
+	text = ' '.join(build_parser().format_help().split())
+	field_of = {names[0]: field for field, names in ENV_VARS.items()}
+	defaults = {f.name: f.default for f in dataclasses.fields(ServerConfig)}
+	stated = dict((v, k) for k, v in re.findall(r'\(default ([^;()]+?); env (\w+)\)', text))
+	assert (
+		stated.pop('BROWSER_USE_MCP_QUEUE_TIMEOUT')
+		== f'{ServerConfig(transport="http").queue_wait:g} over HTTP, 0 = refuse at once on stdio'
+	)
+	assert len(stated) >= 20, stated
+	for variable, value in stated.items():
+		default = defaults[field_of[variable]]
+		if isinstance(default, bool):  # a switch's help says when it is on, in words
+			continue
+		shown = 'none' if default == () else f'{default:g}' if isinstance(default, float) else str(default)
+		assert value == shown, (variable, value, default)
