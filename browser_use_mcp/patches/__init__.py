@@ -19,7 +19,7 @@ kept. ``report()`` says for each one whether it is active, off (by configuration
 why. Reads of a dependency's private attributes go through ``browser_use_mcp.patches.internals``,
 under the same version and source checks. docs/architecture.md, "Patches", has the table.
 
-Upgrading a dependency: ``tests/test_patches.py`` fails for every patch whose pins no longer
+Upgrading a dependency: ``tests/unit/test_patches.py`` fails for every patch whose pins no longer
 match; read the new source of each target named, port the patch, then update its pins.
 """
 
@@ -151,7 +151,7 @@ def target_source(target: str) -> str:
 	The same text ``inspect.getsource`` gives for the object (decorators included), read from the
 	file: a module not imported yet (browser-use's Agent) costs no import, and an attribute we
 	have already replaced still hashes as the dependency shipped it. Only the target's own block
-	is tokenized; enclosing classes are delimited by indentation (tests/test_patches.py checks
+	is tokenized; enclosing classes are delimited by indentation (tests/unit/test_patches.py checks
 	the result against ``inspect`` for every pin).
 	"""
 	module, _, qualname = target.partition(':')

@@ -1,7 +1,7 @@
 """Every read (or write) of a dependency's private attribute, each behind a version and source check.
 
 Outside ``browser_use_mcp.patches`` no module touches a private attribute of a browser-use,
-bubus, cdp-use or uvicorn object (tests/test_patches.py checks it); it calls one of these
+bubus, cdp-use or uvicorn object (tests/unit/test_patches.py checks it); it calls one of these
 functions instead. Each is declared in ``READS`` with the package and version it was written
 against, the source hashes of what it relies on, the private attributes it reads, and what
 happens when it may not run. The check runs once per process, at the first call (or in

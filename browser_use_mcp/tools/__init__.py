@@ -3,7 +3,7 @@
 A tool is defined once, by decorating its handler (``tools/base.py``); nothing lists tools by
 hand. ``tools/list`` shows the families in the order below and each family's tools in the order
 they are defined. ``base`` and ``common`` are the machinery and the helpers, not families;
-``tests/test_catalog.py`` fails for a module that is neither, or a handler that is not collected.
+``tests/unit/test_catalog.py`` fails for a module that is neither, or a handler that is not collected.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.support import Background, Mcp, Result, running_server
-from tests.test_output_schemas import STRUCTURED  # the catalogue's list: the live server must declare the same
+from tests.unit.test_output_schemas import STRUCTURED  # the catalogue's list: the live server must declare the same
 
 
 @pytest.fixture(scope='module')

@@ -5,7 +5,7 @@ several sessions in it. Every option is read back from the page itself; a sessio
 without options beside them shows the defaults; bad options create nothing.
 
 The server runs without the tests' usual black-hole proxy (tests/support.BLACKHOLE_PROXY): that is
-an operator's proxy, under which a session proxy is refused (tests/test_session_options.py covers
+an operator's proxy, under which a session proxy is refused (tests/unit/test_session_options.py covers
 the refusal). Instead, host-name lookups fail for everything but localhost, so nothing leaves
 loopback; a proxied page is one the test's own proxy answers itself.
 """

@@ -15,7 +15,7 @@ from browser_use_mcp.config import load_config
 from browser_use_mcp.errors import SessionLimitReached
 from browser_use_mcp.sessions import SessionRegistry, SessionState
 from tests.fakes.provider import FakeProvider
-from tests.test_sessions import fake_config
+from tests.unit.test_sessions import fake_config
 
 
 @pytest.fixture(autouse=True)

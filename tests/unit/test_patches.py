@@ -382,7 +382,7 @@ def test_no_module_outside_patches_touches_a_dependencys_private_attribute() -> 
 	)
 	seen = {name for _file, name in found}
 	stale = [f'{name} (now {fix})' for name, fix in PENDING.items() if name not in seen]
-	assert not stale, f'these no longer occur: remove them from PENDING in tests/test_patches.py: {stale}'
+	assert not stale, f'these no longer occur: remove them from PENDING in tests/unit/test_patches.py: {stale}'
 
 
 def test_the_private_attribute_check_flags_what_it_must() -> None:

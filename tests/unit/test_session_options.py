@@ -17,7 +17,7 @@ from browser_use_mcp.providers.shared import SharedProvider
 from browser_use_mcp.session_options import SessionOptions, operator_proxy
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Call
-from tests.test_sessions import fake  # noqa: F401 - the fixture
+from tests.unit.test_sessions import fake  # noqa: F401 - the fixture
 
 SECRET = 'pa55-word'
 PROXY = {'server': 'http://127.0.0.1:3128', 'username': 'me', 'password': SECRET}
