@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import math
 import os
 import time
 from collections import OrderedDict
@@ -194,6 +195,46 @@ class SessionState:
 
 	def touch(self) -> None:
 		self.last_activity = time.time()
+
+	async def hold(
+		self,
+		deadline: float | None,
+		*,
+		wait: float | None = None,
+		while_waiting: Callable[[], Awaitable[None]] | None = None,
+	) -> None:
+		"""Take the session for one holder at a time: a tool call, or a person at the dashboard.
+
+		Waits for the session's lock (at most ``wait`` s: TimeoutError), running ``while_waiting``
+		meanwhile if someone holds it. Held, the session is busy: not idle (so not expired) until
+		``deadline`` s from now, or for as long as it is held (None: a takeover, which ends itself
+		on inactivity). Every ``hold`` is paired with one ``let_go``; nothing else takes the lock."""
+		told = asyncio.create_task(while_waiting()) if while_waiting is not None and self.lock.locked() else None
+		try:
+			await asyncio.wait_for(self.lock.acquire(), wait)
+		finally:
+			if told is not None:
+				told.cancel()
+		self.busy += 1
+		self.touch()
+		self.busy_until = math.inf if deadline is None else self.last_activity + deadline
+
+	def let_go(self) -> None:
+		"""End a ``hold``: the session is idle from now on, and the next holder may take it."""
+		self.busy -= 1
+		self.touch()
+		self.lock.release()
+
+	@contextlib.asynccontextmanager
+	async def held(
+		self, deadline: float | None, *, while_waiting: Callable[[], Awaitable[None]] | None = None
+	) -> AsyncIterator[None]:
+		"""``hold`` for the duration of a block."""
+		await self.hold(deadline, while_waiting=while_waiting)
+		try:
+			yield
+		finally:
+			self.let_go()
 
 	def idle_seconds(self, now: float | None = None) -> float:
 		"""Seconds without activity; a call in flight is activity until its deadline, not forever
@@ -756,7 +797,8 @@ class SessionRegistry:
 		waiting: Notify | None,
 	) -> tuple[SessionState, T]:
 		state = await self.resolve(principal, session_id, create=create, waiting=waiting)
-		async with self._locked(state, on_hold):
+		told = (lambda: self._tell_held(state, on_hold)) if on_hold is not None else None
+		async with state.held(deadline + CANCEL_GRACE, while_waiting=told):
 			if state.closed_reason is not None:
 				raise SessionClosed(
 					f'Session {state.session_id!r} was closed ({state.closed_reason}) while this call waited for it. '
@@ -767,9 +809,6 @@ class SessionRegistry:
 				return await self._run(
 					principal, session_id, fn, create=create, on_hold=on_hold, deadline=deadline, waiting=waiting
 				)
-			state.busy += 1
-			state.touch()
-			state.busy_until = state.last_activity + deadline + CANCEL_GRACE
 			with state.browser.tasks.entered():  # what the call starts belongs to this browser
 				inner = asyncio.create_task(fn(state))
 			state.calls.add(inner)
@@ -802,8 +841,6 @@ class SessionRegistry:
 				raise
 			finally:
 				state.calls.discard(inner)
-				state.busy -= 1
-				state.touch()
 
 	@staticmethod
 	async def _died_under(state: SessionState, exc: Exception) -> bool:
@@ -820,25 +857,6 @@ class SessionRegistry:
 			if not state.browser.alive() or state.closed_reason is not None:
 				return True
 		return False
-
-	@contextlib.asynccontextmanager
-	async def _locked(
-		self, state: SessionState, on_hold: Callable[[SessionState], Awaitable[None]] | None
-	) -> AsyncIterator[None]:
-		"""The session's lock. A call that has to wait for it while a person holds it (dashboard
-		takeover) says so through ``on_hold``, so its client knows why nothing happens."""
-		notices = None
-		if on_hold is not None and state.lock.locked():
-			notices = asyncio.create_task(self._tell_held(state, on_hold))
-		try:
-			await state.lock.acquire()
-		finally:
-			if notices is not None:
-				notices.cancel()
-		try:
-			yield
-		finally:
-			state.lock.release()
 
 	@staticmethod
 	async def _tell_held(state: SessionState, on_hold: Callable[[SessionState], Awaitable[None]]) -> None:

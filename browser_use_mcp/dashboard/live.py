@@ -143,7 +143,7 @@ async def take_over(state: SessionState, login: str, timeout: float) -> Takeover
 	takeover = Takeover(login, timeout)
 	state.takeover = takeover  # claimed before waiting, so a second person is refused at once
 	try:
-		await asyncio.wait_for(state.lock.acquire(), LOCK_WAIT)
+		await state.hold(None, wait=LOCK_WAIT)  # held until released: a person has no call deadline
 	except TimeoutError:
 		state.takeover = None
 		raise TakeoverRefused(
@@ -153,11 +153,10 @@ async def take_over(state: SessionState, login: str, timeout: float) -> Takeover
 		state.takeover = None
 		raise
 	if state.closed_reason is not None:
-		state.lock.release()
+		state.let_go()
 		state.takeover = None
 		raise TakeoverRefused('The session was closed.')
-	takeover.holding = True
-	state.busy += 1  # counts as activity: the session does not expire while a person drives it
+	takeover.holding = True  # the session is busy (not idle, so not expired) while a person drives it
 	takeover.touch()
 	takeover.watcher = asyncio.create_task(_hold(state, takeover), name='dashboard-takeover')
 	logger.info('session %r taken over from the dashboard', state.session_id)
@@ -172,9 +171,7 @@ async def _hold(state: SessionState, takeover: Takeover) -> None:
 	finally:
 		why = 'released' if takeover.released.is_set() else 'session closed' if state.closed_reason else 'inactivity timeout'
 		state.takeover = None
-		state.busy -= 1
-		state.touch()
-		state.lock.release()
+		state.let_go()
 		logger.info('takeover of session %r ended (%s)', state.session_id, why)
 
 

@@ -409,3 +409,37 @@ async def test_a_call_wedged_past_its_deadline_does_not_keep_its_session_from_ex
 	with pytest.raises(SessionLost, match='idle timeout'):
 		await asyncio.wait_for(call, 10)
 	assert state.closed_reason is not None
+
+
+async def test_a_person_holding_a_session_keeps_it_from_expiring_past_the_last_calls_deadline(fake: Any) -> None:
+	"""A dashboard takeover takes the same hold as a call, with no deadline: the session is busy for as long
+	as the person holds it, however long ago the last call's deadline passed."""
+	from browser_use_mcp.dashboard.live import release, take_over
+
+	registry, _ = await fake(idle_timeout=600)
+	state, _ = await registry.run('local', 'driven', noop, deadline=1)
+	takeover = await take_over(state, 'person', timeout=3600)
+	try:
+		assert state.lock.locked() and state.busy == 1
+		assert await registry.reap(time.time() + 10 * 600) == 0, 'held by a person: not idle'
+	finally:
+		await release(state, takeover)
+	assert not state.lock.locked() and state.busy == 0
+	assert await registry.reap(time.time() + 601) == 1, 'let go: idle, and expires as usual'
+
+
+async def test_a_hold_that_cannot_wait_longer_leaves_the_session_as_it_was(fake: Any) -> None:
+	registry, _ = await fake()
+	state, _ = await registry.run('local', 'h', noop)
+	told = asyncio.Event()
+
+	async def waiting() -> None:
+		told.set()
+
+	async with state.held(5):
+		with pytest.raises(TimeoutError):
+			await state.hold(5, wait=0.05, while_waiting=waiting)
+		assert told.is_set() and state.busy == 1
+	assert not state.lock.locked() and state.busy == 0
+	await state.hold(None)  # free again: taken at once
+	state.let_go()
