@@ -297,7 +297,7 @@ async def routing_overhead(repeats: int = 2000) -> dict[str, float]:
 	from browser_use_mcp.config import ServerConfig
 	from browser_use_mcp.sessions import SessionRegistry, SessionState
 	from browser_use_mcp.tools.base import Call, NoArgs, tool
-	from tests.fakes.provider import FakeProvider
+	from tests.fakes.provider import FakeRuntime
 
 	@tool('No-op', read_only=True, open_world=False)
 	async def noop(state: SessionState, args: NoArgs, call: Call) -> str:
@@ -305,7 +305,8 @@ async def routing_overhead(repeats: int = 2000) -> dict[str, float]:
 		return 'ok'
 
 	tmp = Path(tempfile.mkdtemp(prefix='bench-routing-'))
-	registry = SessionRegistry(ServerConfig(state_dir=tmp / 'state', watchdog='off'), provider=FakeProvider())
+	config = ServerConfig(state_dir=tmp / 'state', watchdog='off')
+	registry = SessionRegistry(config, runtime=FakeRuntime(config))
 	await registry.start()
 	state, _ = await registry.run('local', 's', lambda st: noop.handler(st, NoArgs(), Call()))
 	call = Call()

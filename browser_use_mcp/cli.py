@@ -384,24 +384,14 @@ def run_server(config: Any) -> int:
 	import asyncio
 
 	from browser_use_mcp.logs import announce
+	from browser_use_mcp.runtime import preflight
 
-	if config.cdp_url:  # a wrong URL is a start-up error, with the address and what to check
-		from browser_use_mcp.errors import BrowserStartFailed
-		from browser_use_mcp.providers.cdp_client import browser_ws_url
-
-		try:
-			browser_ws_url(config.cdp_url)
-		except BrowserStartFailed as exc:
-			announce(f'browser-use-mcp: {exc.message}', 'error')
-			return 2
-
-	if config.grid_url:  # so is a Grid that does not answer: a typo should not wait for the first call
-		from browser_use_mcp.providers.grid import grid_problem
-
-		problem = grid_problem(config.grid_url)
-		if problem:
-			announce(f'browser-use-mcp: {problem}', 'error')
-			return 2
+	# a --cdp-url or --grid-url that does not answer is a start-up error, with the address and what
+	# to check: a typo should not wait for the first call
+	problem = preflight(config)
+	if problem:
+		announce(f'browser-use-mcp: {problem}', 'error')
+		return 2
 
 	if config.persist_sessions:  # one server per durable store: a second one says who holds it, and stops
 		from browser_use_mcp.durable import StoreLocked, store_for

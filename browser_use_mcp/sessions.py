@@ -26,22 +26,11 @@ from typing import Any, Literal, TypeVar
 import anyio
 from uuid_extensions import uuid7str
 
-from browser_use_mcp import egress, patches, urls
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.admission import CallSlots, Notify, QueueTimeout, SessionSlots, Waiter, wait_for_grant
-from browser_use_mcp.browser import (
-	Owner,
-	SessionDirs,
-	StateDir,
-	SweepReport,
-	configure_launch,
-	find_chromium,
-	parent_death_signal_supported,
-	profile_lock_owner,
-	sweep_orphans,
-)
+from browser_use_mcp.browser import Owner, SessionDirs
 from browser_use_mcp.calllog import CallLog
-from browser_use_mcp.config import ServerConfig, complete
+from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.durable import Record, StoreLocked, Unreadable, store_for
 from browser_use_mcp.errors import (
 	BrowserActionFailed,
@@ -56,12 +45,12 @@ from browser_use_mcp.pool import BrowserPool, Spare
 from browser_use_mcp.processes import reap_orphans
 from browser_use_mcp.providers import Browser, BrowserProvider
 from browser_use_mcp.recorder import Recordings
+from browser_use_mcp.runtime import LOCAL_PRINCIPAL, BrowserRuntime
 from browser_use_mcp.session_options import SessionOptions
 
 logger = logging.getLogger('browser_use_mcp.sessions')
 
 DEFAULT_SESSION_ID = 'default'
-LOCAL_PRINCIPAL = 'local'
 MAX_SESSION_ID_LENGTH = 256
 TOMBSTONE_LIMIT = 1024
 SNAPSHOT_TIMEOUT = 10.0  # s to read a durable session's state when it closes
@@ -261,35 +250,19 @@ class SessionState:
 		return notes
 
 
-def _prepare(config: ServerConfig, owner: Owner) -> tuple[ServerConfig, SweepReport]:
-	"""The slow part of starting, run in a thread: browser-use's config.json and modules, and the
-	sweep of what dead servers left."""
-	config = complete(config)
-	import browser_use.browser.session  # noqa: F401
-	import browser_use.browser.watchdogs.default_action_watchdog  # noqa: F401
-	import bubus.service  # noqa: F401
-
-	return config, sweep_orphans(config.state_dir, owner)
-
-
 class SessionRegistry:
 	"""Creates, finds, serializes, expires and closes sessions."""
 
-	def __init__(self, config: ServerConfig, owner: Owner | None = None, provider: BrowserProvider | None = None) -> None:
-		"""``provider``: where every session's browser comes from. By default it is decided at
-		start from the configuration (a given one skips loading browser-use, the patches and
-		the sweep: tests)."""
+	def __init__(self, config: ServerConfig, owner: Owner | None = None, runtime: BrowserRuntime | None = None) -> None:
+		"""``runtime``: what makes every session's browser (runtime.py); by default the real one, for
+		``config`` (in-process tests give one whose provider is a fake)."""
 		self.config = config
-		self.provider = provider  # named sessions
-		self.default_provider = provider  # the default session (its persistent profile needs a process)
-		self._own_provider = provider is None
-		self.owner = owner or Owner.current()
+		self.runtime = runtime if runtime is not None else BrowserRuntime(config, owner)
 		self._sessions: dict[tuple[str, str], SessionState] = {}
 		self._creating: dict[tuple[str, str], asyncio.Task[SessionState]] = {}
 		self._closing: dict[tuple[str, str], asyncio.Task[None]] = {}
 		self._tombstones: OrderedDict[tuple[str, str], Tombstone] = OrderedDict()
 		self._restarts: dict[tuple[str, str], Tombstone] = {}  # default sessions lost: told on restart
-		self._state_dir: StateDir | None = None
 		self.recordings: Recordings | None = None  # the flight recorder's recordings (made at start)
 		self._reaper: asyncio.Task[None] | None = None
 		self._background: set[asyncio.Task[Any]] = set()
@@ -298,10 +271,8 @@ class SessionRegistry:
 		self.slots = SessionSlots(config.max_sessions, config.max_sessions_per_principal, self._held)
 		self.call_slots = CallSlots(config.max_calls_per_principal)
 		self.revoked: set[str] = set()  # principals whose token was removed: no new session (a call already past auth)
-		self._sidecar: Any = None
 		self.pool: BrowserPool | None = None  # --prewarm: launched browsers for new sessions
 		self._starting: asyncio.Task[None] | None = None
-		self.egress: egress.EgressGate | None = None  # the egress policy's doors (set with the providers)
 		self.durable = store_for(config.state_dir)  # durable sessions (owned only when persisting: durable.py)
 
 	# -- lifecycle ---------------------------------------------------------------------------
@@ -333,34 +304,21 @@ class SessionRegistry:
 			) from exc
 
 	async def _start(self) -> None:
-		if self._own_provider:
-			# in a thread: importing browser-use and reading every process's command line take long
-			self.config, report = await asyncio.to_thread(_prepare, self.config, self.owner)
-			if report.processes_killed or report.dirs_removed:
-				logger.warning(
-					'start-up sweep: killed %d leftover browser processes, removed %d stale state dirs of dead servers',
-					report.processes_killed,
-					report.dirs_removed,
-				)
-		self._state_dir = StateDir(self.config.state_dir, self.owner)
+		await self.runtime.start()  # browser-use, the sweep, the sidecar, the patches, the providers
+		self.config = self.runtime.config
+		state_dir = self.runtime.state_dir
+		assert state_dir is not None
 		self.durable = store_for(self.config.state_dir)
 		if self.config.persist_sessions:
 			self.durable.acquire()  # the CLI took it before serving; StoreLocked here fails the start
 		else:
 			self.durable.try_acquire()  # a store left by an earlier server: serve it when nobody else does
 		self.recordings = Recordings(
-			self._state_dir.path / 'recordings', self.config.recordings_ttl, size_cap=self.config.recording_size_cap
+			state_dir.path / 'recordings', self.config.recordings_ttl, size_cap=self.config.recording_size_cap
 		)
-		self._tie_browsers_to_server()
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
-		if self._own_provider:
-			# browser-use adjustments, all before the first session's event bus exists (in a
-			# thread: checking them reads and hashes source files)
-			await asyncio.to_thread(patches.apply_all, self.config)
-			self._choose_providers()
 		if self.config.prewarm > 0:
-			state_dir, provider = self._state_dir, self.provider
-			assert provider is not None
+			provider = self.runtime.provider_for(is_default=False)
 			self.pool = BrowserPool(
 				self.config.prewarm,
 				new_dirs=lambda: state_dir.new_session_dirs(LOCAL_PRINCIPAL, 'prewarmed'),
@@ -368,64 +326,6 @@ class SessionRegistry:
 				room=lambda: self.config.max_sessions - self.count,
 			)
 			self.pool.start()
-
-	def _choose_providers(self) -> None:
-		"""A Chromium per session (``--isolation browser``), or contexts of shared Chromiums
-		(``context``), or contexts of the browser at ``--cdp-url``; the default session keeps a
-		browser of its own for its persistent profile (with --cdp-url: drives that browser).
-		With ``--grid-url`` every session is a Selenium Grid session (the default session too,
-		unless ``--grid-default-session local``)."""
-		from browser_use_mcp.providers.process import ProcessProvider
-		from browser_use_mcp.providers.shared import AttachedProvider, SharedProvider
-
-		config, state_dir = self.config, self._state_dir
-		assert state_dir is not None
-		urls.configure(config.allow_browser_urls)  # what our CDP endpoints let browser-use open
-		process = ProcessProvider(
-			find_chromium(config.executable_path),
-			owner=self.owner,
-			profile_base=dict(config.browser_profile),
-			headless=config.headless,
-			user_args=config.chromium_args,
-			use_extensions=bool(config.browser_profile.get('enable_default_extensions', False)),
-			configured=config.executable_path,
-		)
-		self.default_provider = self.provider = process
-		self.egress = egress.gate_for(config)
-		process.egress = self.egress
-		if config.grid_url:
-			from browser_use_mcp.providers.grid import GridProvider
-
-			self.provider = GridProvider(
-				config.grid_url,
-				capabilities=dict(config.grid_capabilities),
-				profile_base=process.profile_base,
-				headless=config.headless,
-				user_args=config.chromium_args,
-				create_timeout=config.grid_timeout,
-			)
-			if config.grid_default_session == 'grid':
-				self.default_provider = self.provider
-			self._wire_egress()
-			return
-		if config.cdp_url:
-			self.default_provider = AttachedProvider(config.cdp_url, profile_base=process.profile_base, headless=config.headless)
-		if config.cdp_url or config.isolation == 'context':
-			self.provider = SharedProvider(
-				process,
-				new_dirs=lambda: state_dir.new_session_dirs(LOCAL_PRINCIPAL, 'shared-browser'),
-				contexts_per_browser=config.contexts_per_browser,
-				attach_url=config.cdp_url,
-				empty_grace=config.shared_browser_idle,
-			)
-		self._wire_egress()
-
-	def _wire_egress(self) -> None:
-		"""Every provider sends its sessions' traffic through the gate (those whose network is ours)."""
-		providers = [p for p in (self.provider, self.default_provider) if p is not None]
-		for provider in providers:
-			provider.egress = self.egress
-		egress.warn_uncovered(self.egress, providers)
 
 	async def shutdown(self) -> None:
 		"""Close every session and remove our state dir. Idempotent; never raises."""
@@ -449,36 +349,14 @@ class SessionRegistry:
 			*(self._close_state(s, 'the server shut down') for s in list(self._sessions.values())), return_exceptions=True
 		)
 		await asyncio.gather(*self._closing.values(), *self._background, return_exceptions=True)
-		for provider in {self.provider, self.default_provider} - {None}:
-			with contextlib.suppress(Exception):
-				await provider.shutdown()
-		if self.egress is not None:
-			await self.egress.close()
-		if self._state_dir:
-			self._state_dir.remove()
 		self.durable.release()
-		if self._sidecar is not None:
-			self._sidecar.close()
-			self._sidecar = None
-
-	def _tie_browsers_to_server(self) -> None:
-		"""Parent-death signal where the OS has one, and the cleanup sidecar unless switched off:
-		a killed server's browsers die with it and its state directory goes too."""
-		if self.config.watchdog != 'off' and self._sidecar is None:
-			from browser_use_mcp.sidecar import Sidecar
-
-			assert self._state_dir is not None
-			try:
-				self._sidecar = Sidecar(self._state_dir.path)
-			except OSError as exc:
-				logger.warning('could not start the cleanup sidecar (%s); relying on the start-up sweep', exc)
-		configure_launch(self.config.parent_death_signal and parent_death_signal_supported(), self._sidecar)
+		await self.runtime.shutdown()
 
 	# -- health ------------------------------------------------------------------------------
 
 	def providers(self) -> list[BrowserProvider]:
 		"""Where sessions' browsers come from (named and default sessions), once each."""
-		return list(dict.fromkeys(p for p in (self.provider, self.default_provider) if p is not None))
+		return self.runtime.all_providers()
 
 	def pending(self) -> list[tuple[str, str]]:
 		"""(principal, session id) of the sessions being created now."""
@@ -517,8 +395,8 @@ class SessionRegistry:
 	async def saved_states(self, principal: str) -> Path:
 		"""Where this principal's named storage states are kept (see ``StateDir.saved_states``)."""
 		await self.ready()
-		assert self._state_dir is not None
-		return self._state_dir.saved_states(principal)
+		assert self.runtime.state_dir is not None
+		return self.runtime.state_dir.saved_states(principal)
 
 	def normalize_id(self, session_id: str | None) -> str:
 		return DEFAULT_SESSION_ID if session_id is None else check_session_id(session_id)
@@ -674,8 +552,7 @@ class SessionRegistry:
 		if options is not None:
 			self._refuse_existing(principal, sid)
 			await self.ready()
-			provider = self.default_provider if sid == DEFAULT_SESSION_ID else self.provider
-			assert provider is not None
+			provider = self.runtime.provider_for(is_default=sid == DEFAULT_SESSION_ID)
 			provider.check_options(options)  # before anything is made
 			self._refuse_existing(principal, sid)
 		if persist:
@@ -1012,7 +889,8 @@ class SessionRegistry:
 	async def _create(
 		self, principal: str, session_id: str, options: SessionOptions | None = None, persist: bool = False
 	) -> SessionState:
-		assert self._state_dir is not None and self.provider is not None, 'registry not started'
+		state_dir = self.runtime.state_dir
+		assert state_dir is not None, 'registry not started'
 		is_default = session_id == DEFAULT_SESSION_ID
 		notes: list[str] = []
 		record: Record | None = None
@@ -1032,13 +910,13 @@ class SessionRegistry:
 		restarted = self._restarts.pop((principal, session_id), None) if is_default else None
 		if restarted is not None:
 			notes.append(restarted.restart_note())
-		dirs = self._default_dirs(notes) if is_default and self.single_principal else None
+		dirs = self.runtime.default_dirs(notes) if is_default and self.single_principal else None
 		# spares are launched with the server's defaults: a session made to order gets its own
 		spare = await self.pool.claim() if not is_default and self.pool is not None and options is None else None
 		if spare is not None:
 			dirs, browser = spare.dirs, spare.browser
 		else:
-			dirs, browser = await self._launch(principal, session_id, dirs, notes, is_default, options)
+			dirs, browser = await self.runtime.launch(principal, session_id, dirs, notes, is_default, options)
 		try:
 			from browser_use.filesystem.file_system import FileSystem
 
@@ -1056,7 +934,7 @@ class SessionRegistry:
 			notes=notes,
 			file_system=file_system,
 			options=options,
-			saved_states=self._state_dir.saved_states(principal),
+			saved_states=state_dir.saved_states(principal),
 			persist=persist,
 		)
 		if record is not None:
@@ -1079,55 +957,3 @@ class SessionRegistry:
 		browser.on_death(lambda s=state: self._on_browser_death(s))
 		logger.info('session %r created (profile %s)', session_id, dirs.profile)
 		return state
-
-	async def _launch(
-		self,
-		principal: str,
-		session_id: str,
-		dirs: SessionDirs | None,
-		notes: list[str],
-		is_default: bool,
-		options: SessionOptions | None = None,
-	) -> tuple[SessionDirs, Browser]:
-		"""A browser on ``dirs`` (fresh temporary ones if None); nothing is left behind on failure."""
-		provider = self.default_provider if is_default else self.provider
-		assert self._state_dir is not None and provider is not None
-		if dirs is None:
-			dirs = self._state_dir.new_session_dirs(principal, session_id)
-		try:
-			return dirs, await provider.open(dirs, options)
-		except BrowserStartFailed as exc:
-			if not dirs.temporary and 'Singleton' in str(exc):
-				# lost a race for the persistent profile: fall back like a locked profile
-				notes.append(self._fallback_note(dirs.profile, None))
-				return await self._launch(principal, session_id, None, notes, is_default, options)
-			dirs.remove()  # temporary ones only
-			raise
-		except BaseException:
-			dirs.remove()
-			raise
-
-	def _default_dirs(self, notes: list[str]) -> SessionDirs | None:
-		"""The persistent profile for the default session, or None (with a note) if it is locked."""
-		profile = self.config.default_user_data_dir
-		try:
-			profile.mkdir(parents=True, exist_ok=True)
-		except OSError as exc:
-			notes.append(f'Note: the default profile directory {profile} cannot be created ({exc}); using a temporary profile.')
-			return None
-		holder = profile_lock_owner(profile)
-		if holder is not None:
-			notes.append(self._fallback_note(profile, holder))
-			return None
-		for path in (self.config.default_downloads_dir, self.config.default_files_dir):
-			with contextlib.suppress(OSError):
-				path.mkdir(parents=True, exist_ok=True)
-		return SessionDirs(profile=profile, downloads=self.config.default_downloads_dir, files=self.config.default_files_dir)
-
-	@staticmethod
-	def _fallback_note(profile: Path, holder: int | None) -> str:
-		by = f' by another running browser (PID {holder})' if holder else ' by another running browser'
-		return (
-			f'Note: the persistent default profile {profile} is locked{by}, so this session uses a fresh temporary '
-			'profile: saved logins are not available and nothing will be kept after the session ends.'
-		)

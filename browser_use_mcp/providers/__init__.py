@@ -1,4 +1,5 @@
-"""Where a session's browser comes from.
+"""Where a session's browser comes from (which provider serves which session is decided once, in
+``runtime.choose_providers``).
 
 A provider hands the registry a ``Browser`` for a session (browser-use connected to a CDP
 endpoint the provider owns), tells it when that browser dies, and takes it back on close. The

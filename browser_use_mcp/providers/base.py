@@ -117,7 +117,7 @@ class BrowserProvider(ABC):
 	# session options this kind of browser cannot honour, with why (refused up front)
 	unsupported_options: dict[str, str] = {}  # noqa: RUF012 - read-only, overridden per class
 	network_ours = True  # False: the browser reaches the web through a network we cannot route (Grid, --cdp-url as is)
-	egress: EgressGate | None = None  # the server's egress policy (set by the registry); None: unchecked
+	egress: EgressGate | None = None  # the server's egress policy (set by runtime.choose_providers); None: unchecked
 
 	def __init__(self, *, profile_base: dict[str, Any], headless: bool) -> None:
 		self.profile_base = profile_base  # config.json's browser profile

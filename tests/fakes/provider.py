@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from browser_use_mcp.browser import SessionDirs
+from browser_use_mcp.browser import SessionDirs, StateDir
+from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.providers import Browser, BrowserProvider, Endpoint
+from browser_use_mcp.runtime import BrowserRuntime, Providers
 from browser_use_mcp.session_options import SessionOptions
 from browser_use_mcp.tasks import TaskScope
 
@@ -80,3 +82,22 @@ class FakeProvider(BrowserProvider):
 
 	async def shutdown(self) -> None:
 		self.shut_down = True
+
+
+class FakeRuntime(BrowserRuntime):
+	"""The runtime of in-process tests: browser-use is not loaded, nothing is patched or swept, and every
+	session (the default one too) gets its browser from ``provider``. The state directory, the
+	parent-death signal and the sidecar (off in tests' configurations) are the real ones."""
+
+	def __init__(self, config: ServerConfig, provider: BrowserProvider | None = None) -> None:
+		super().__init__(config)
+		self.fake = provider if provider is not None else FakeProvider()
+
+	async def load(self) -> ServerConfig:
+		return self.config
+
+	async def patch(self) -> None:
+		pass
+
+	def choose(self, state_dir: StateDir) -> Providers:
+		return Providers(self.fake, self.fake)

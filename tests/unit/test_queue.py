@@ -14,7 +14,7 @@ from browser_use_mcp.admission import QueueTimeout
 from browser_use_mcp.config import load_config
 from browser_use_mcp.errors import SessionLimitReached
 from browser_use_mcp.sessions import SessionRegistry, SessionState
-from tests.fakes.provider import FakeProvider
+from tests.fakes.provider import FakeRuntime
 from tests.unit.test_sessions import fake_config
 
 
@@ -36,7 +36,8 @@ async def settle(holds: Any, timeout: float = 10.0) -> None:
 
 
 async def registry_with(tmp_path: Path, **overrides: Any) -> SessionRegistry:
-	registry = SessionRegistry(fake_config(tmp_path, **overrides), provider=FakeProvider())
+	config = fake_config(tmp_path, **overrides)
+	registry = SessionRegistry(config, runtime=FakeRuntime(config))
 	await registry.start()
 	return registry
 

@@ -132,7 +132,7 @@ async def test_a_refused_option_makes_nothing(fake: Any, monkeypatch: pytest.Mon
 	with pytest.raises(InvalidArgument, match='HTTP_PROXY'):
 		await registry.create('local', 'x', SessionOptions(proxy={'server': 'http://127.0.0.1:1'}))
 	assert provider.opened == 0 and registry.count == 0
-	assert not list(registry._state_dir.path.glob('s-*'))
+	assert not list(registry.runtime.state_dir.path.glob('s-*'))
 
 
 async def test_listings_show_the_options_with_the_credentials_redacted(fake: Any) -> None:  # noqa: F811

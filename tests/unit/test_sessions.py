@@ -141,7 +141,7 @@ from browser_use_mcp.catalog import Catalog  # noqa: E402
 from browser_use_mcp.errors import SessionClosed, SessionLimitReached, SessionLost, SessionNotFound  # noqa: E402
 from browser_use_mcp.sessions import DEFAULT_SESSION_ID, SessionState  # noqa: E402
 from browser_use_mcp.tools.base import Call  # noqa: E402
-from tests.fakes.provider import FakeProvider  # noqa: E402
+from tests.fakes.provider import FakeProvider, FakeRuntime  # noqa: E402
 
 
 def fake_config(tmp: Path, **overrides: Any) -> ServerConfig:
@@ -157,7 +157,8 @@ def fake_config(tmp: Path, **overrides: Any) -> ServerConfig:
 
 async def started(tmp: Path, **overrides: Any) -> tuple[SessionRegistry, FakeProvider]:
 	provider = FakeProvider()
-	registry = SessionRegistry(fake_config(tmp, **overrides), provider=provider)
+	config = fake_config(tmp, **overrides)
+	registry = SessionRegistry(config, runtime=FakeRuntime(config, provider))
 	await registry.start()
 	return registry, provider
 
@@ -294,7 +295,7 @@ async def test_a_failed_start_caches_nothing_and_leaves_no_directory(fake: Any) 
 	provider.fail = 'no browser today'
 	with pytest.raises(Exception, match='no browser today'):
 		await registry.run('local', 's', noop)
-	assert registry.sessions() == [] and list(registry._state_dir.path.glob('s-*')) == []
+	assert registry.sessions() == [] and list(registry.runtime.state_dir.path.glob('s-*')) == []
 	provider.fail = None
 	await registry.run('local', 's', noop)
 
@@ -315,7 +316,7 @@ async def test_shutdown_releases_everything(tmp_path: Path) -> None:
 	registry, provider = await started(tmp_path)
 	for sid in ('a', 'b', None):
 		await registry.run('local', sid, noop)
-	state_dir = registry._state_dir.path
+	state_dir = registry.runtime.state_dir.path
 	await registry.shutdown()
 	assert provider.live == set() and provider.shut_down and not state_dir.exists()
 	with pytest.raises(SessionClosed):
@@ -373,7 +374,7 @@ async def run_model(tmp: Path, steps: list[tuple[str, str, str]]) -> None:
 			assert live_keys == {k for k, v in model.items() if v == 'live'}, steps
 			assert len(provider.live) == len(live_keys), 'one live browser per live session, none leaked'
 	finally:
-		state_dir = registry._state_dir.path
+		state_dir = registry.runtime.state_dir.path
 		await registry.shutdown()
 	assert provider.live == set() and not state_dir.exists()
 
