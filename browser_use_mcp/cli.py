@@ -374,10 +374,10 @@ def main(argv: list[str] | None = None) -> None:
 
 		sys.exit(run_demo(config, output=ns.output))
 	code = run_server(config)
+	from browser_use_mcp.transports import end_process
+
 	# The stdio reader thread may still block on a read; every session is already closed.
-	sys.stdout.flush()
-	sys.stderr.flush()
-	os._exit(code)
+	end_process(code)
 
 
 def run_server(config: Any) -> int:
@@ -403,11 +403,11 @@ def run_server(config: Any) -> int:
 			return 2
 
 	if config.transport == 'http':
-		from browser_use_mcp.http import serve_http
+		from browser_use_mcp.transports.http import serve_http
 
 		runner = serve_http(config)
 	else:
-		from browser_use_mcp.server import serve_stdio
+		from browser_use_mcp.transports.stdio import serve_stdio
 
 		runner = serve_stdio(config)
 	try:

@@ -19,6 +19,7 @@ session until it idles out. So, around them:
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import time
@@ -408,3 +409,16 @@ class TransportSessions:
 			await send(message)
 
 		return watched
+
+
+def is_loopback(host: str) -> bool:
+	"""Whether binding ``host`` keeps the server reachable from this machine only.
+
+	Names other than ``localhost`` count as exposed: what they resolve to can change.
+	"""
+	if host.strip().lower() == 'localhost':
+		return True
+	try:
+		return ipaddress.ip_address(host.strip('[]')).is_loopback
+	except ValueError:
+		return False

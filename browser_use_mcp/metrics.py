@@ -289,7 +289,7 @@ class Metrics:
 def needs_token(host: str, has_tokens: bool, public: bool) -> bool:
 	"""Whether /healthz, /readyz and /metrics ask for a bearer token: only when the server has
 	tokens, is bound beyond loopback, and the operator did not pass --metrics-public."""
-	from browser_use_mcp.http import is_loopback
+	from browser_use_mcp.guard import is_loopback
 
 	return has_tokens and not public and not is_loopback(host)
 

@@ -1,20 +1,15 @@
 """MCP wiring: tools/list from the catalog, tools/call through it, errors as is_error results.
 
 This is the only module that speaks MCP types; everything below it deals in ``Reply`` and
-``ToolError``. The transports (stdio here, HTTP in ``http.py``) differ only in how a call's
-principal is found and how the process is kept alive.
+``ToolError``. The transports (``transports/stdio.py``, ``transports/http.py``) differ only in how
+a call's principal is found and how the process is kept alive.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import os
-import signal
-import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
@@ -23,10 +18,9 @@ from mcp.server.context import ServerRequestContext
 
 from browser_use_mcp import __version__
 from browser_use_mcp.catalog import Catalog, ToolInfo
-from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.errors import ToolError
 from browser_use_mcp.logs import CallTag, current_call
-from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry, current_session
+from browser_use_mcp.sessions import LOCAL_PRINCIPAL, current_session
 from browser_use_mcp.telemetry import Telemetry
 from browser_use_mcp.tools.base import Call, Reply
 
@@ -148,77 +142,3 @@ def build_server(
 		on_list_tools=list_tools,
 		on_call_tool=call_tool,
 	)
-
-
-async def run_until_stopped(
-	serve: Awaitable[Any], registry: SessionRegistry, grace: float, on_hangup: Callable[[], None] | None = None
-) -> None:
-	"""Serve until the transport ends or SIGTERM/SIGINT arrives, then close every session.
-	SIGHUP stops the server too, unless ``on_hangup`` is given (HTTP with a token file: reload)."""
-	loop = asyncio.get_running_loop()
-	stop = asyncio.Event()
-	for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-		with contextlib.suppress(NotImplementedError, RuntimeError):
-			loop.add_signal_handler(sig, on_hangup if sig == signal.SIGHUP and on_hangup is not None else stop.set)
-	serving = asyncio.ensure_future(serve)
-	stopping = asyncio.ensure_future(stop.wait())
-	try:
-		await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-		if serving.done() and not serving.cancelled() and serving.exception() is not None:
-			logger.error('transport ended with an error: %r', serving.exception())
-	finally:
-		stopping.cancel()
-		# Sessions first: in-flight calls get their "session closed" error while the transport
-		# can still deliver it; then the transport.
-		try:
-			await asyncio.wait_for(registry.shutdown(), timeout=grace + 5)
-		except Exception:  # shutdown itself never raises: this is its time running out
-			logger.warning('closing the sessions took longer than %.0f s; stopping anyway', grace + 5, exc_info=True)
-		serving.cancel()
-		try:
-			await asyncio.wait_for(serving, timeout=1)
-		except asyncio.CancelledError:
-			pass  # what we asked for
-		except Exception as exc:  # its error, if it had one, was logged above; the process is ending
-			logger.debug('transport ended with %r after being stopped', exc)
-		for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-			with contextlib.suppress(NotImplementedError, RuntimeError):
-				loop.remove_signal_handler(sig)
-
-
-async def serve_stdio(config: ServerConfig) -> None:
-	from mcp.server.stdio import stdio_server
-
-	registry = SessionRegistry(config)
-	dashboard: Any = contextlib.nullcontext()
-	registry.begin()
-	telemetry = Telemetry(config)
-	telemetry.started()
-	metrics = None
-	if config.dashboard_port:  # served beside the dashboard (health and metrics on the same port)
-		from browser_use_mcp.http import standalone_dashboard
-		from browser_use_mcp.metrics import Metrics
-
-		metrics = Metrics(registry)
-		dashboard = standalone_dashboard(config, registry, metrics)
-	server = build_server(Catalog(registry), telemetry=telemetry, metrics=metrics)
-	try:
-		async with dashboard, stdio_server() as (read_stream, write_stream):
-			await run_until_stopped(
-				server.run(read_stream, write_stream, server.create_initialization_options()), registry, config.shutdown_grace
-			)
-			# Every session is closed. Leaving the transport would wait for its stdin reader
-			# thread, which after a signal may block on a read forever: end the process now.
-			hard_exit(telemetry)
-	finally:
-		await registry.shutdown()
-		telemetry.stopped()
-
-
-def hard_exit(telemetry: Telemetry, code: int = 0) -> None:
-	telemetry.stopped()
-	logger.info('shut down: all sessions closed')
-	for stream in (sys.stdout, sys.stderr):
-		with contextlib.suppress(Exception):
-			stream.flush()
-	os._exit(code)

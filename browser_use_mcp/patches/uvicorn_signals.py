@@ -5,7 +5,7 @@ it would start its HTTP shutdown on a signal, racing the session shutdown, and r
 signal afterwards. ``QuietSignals`` is ``uvicorn.Server`` with a ``capture_signals`` that
 captures nothing, so ``run_until_stopped`` alone owns the signals, as on stdio: sessions close
 first and calls in flight still get their answer over an open connection. Nothing of uvicorn is
-modified (a subclass, used only by ``browser_use_mcp.http``).
+modified (a subclass, used only by ``browser_use_mcp.transports.http``).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
 from browser_use_mcp import sessions
 from browser_use_mcp.config import ServerConfig
-from browser_use_mcp.http import TokenPrincipals, check_exposure, check_tokens, is_loopback, principal_for_token
+from browser_use_mcp.transports.http import TokenPrincipals, check_exposure, check_tokens, is_loopback, principal_for_token
 from tests.support import REPO, Mcp, chromium_pids, isolation_modes, owned_processes, server_env, wait_until
 
 # run with a Chromium per session and with contexts of shared Chromiums

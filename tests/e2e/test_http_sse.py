@@ -26,7 +26,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCResponse
 
-from browser_use_mcp.http import LegacySse
+from browser_use_mcp.transports.http import LegacySse
 from tests.e2e.test_http import HttpServer, connect, http_server, session_ids
 from tests.support import REPO, owned_processes, wait_until
 

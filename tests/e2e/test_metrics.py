@@ -23,10 +23,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.config import ServerConfig
-from browser_use_mcp.http import TokenPrincipals, build_app, principal_for_token
 from browser_use_mcp.metrics import Metrics, needs_token
 from browser_use_mcp.server import build_server
 from browser_use_mcp.sessions import SessionRegistry
+from browser_use_mcp.transports.http import TokenPrincipals, build_app, principal_for_token
 from tests.e2e.test_http import HttpServer, connect, free_port, http_server
 from tests.support import running_server, wait_until
 

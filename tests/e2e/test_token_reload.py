@@ -89,7 +89,7 @@ async def test_removed_token_loses_its_sessions_and_nobody_else_does(tmp_path: P
 
 
 def test_token_file_format(tmp_path: Path) -> None:
-	from browser_use_mcp.http import read_token_file
+	from browser_use_mcp.transports.http import read_token_file
 
 	path = tmp_path / 'tokens'
 	path.write_text(f'# comment\n\n  {A}  \n{B}\n{A}\n')

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
-import ipaddress
 import logging
 import socket
 from collections.abc import AsyncIterator, Iterable
@@ -52,15 +51,17 @@ from browser_use_mcp.guard import (
 	Throttled,
 	TransportSessions,
 	guarded_protocol,
+	is_loopback,
 	quiet_accept_errors,
 	quiet_uvicorn,
 	raise_fd_limit,
 )
 from browser_use_mcp.logs import announce, hide
 from browser_use_mcp.metrics import Metrics, guarded, needs_token
-from browser_use_mcp.server import PrincipalOf, build_server, run_until_stopped
+from browser_use_mcp.server import PrincipalOf, build_server
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
 from browser_use_mcp.telemetry import Telemetry
+from browser_use_mcp.transports import run_until_stopped
 
 logger = logging.getLogger('browser_use_mcp.http')
 
@@ -83,19 +84,6 @@ def principal_for_token(token: str) -> str:
 	memory dumps never carry the token itself, yet an operator can map one to the other
 	(``printf %s TOKEN | sha256sum``, first 16 hex digits)."""
 	return 'token-' + hashlib.sha256(token.encode('utf-8', 'surrogatepass')).hexdigest()[:16]
-
-
-def is_loopback(host: str) -> bool:
-	"""Whether binding ``host`` keeps the server reachable from this machine only.
-
-	Names other than ``localhost`` count as exposed: what they resolve to can change.
-	"""
-	if host.strip().lower() == 'localhost':
-		return True
-	try:
-		return ipaddress.ip_address(host.strip('[]')).is_loopback
-	except ValueError:
-		return False
 
 
 def check_exposure(config: ServerConfig) -> None:
@@ -552,7 +540,7 @@ def connection_guard(config: ServerConfig) -> ConnectionGuard:
 	return ConnectionGuard(cap, config.max_connections_per_client, config.header_timeout)
 
 
-def _uvicorn_server(app: Starlette, config: ServerConfig, guard: ConnectionGuard) -> Any:
+def uvicorn_server(app: Starlette, config: ServerConfig, guard: ConnectionGuard) -> Any:
 	import uvicorn
 
 	from browser_use_mcp.patches import uvicorn_signals
@@ -614,7 +602,7 @@ async def serve_http(config: ServerConfig) -> None:
 			)
 			if config.token_file_poll > 0:
 				watching = asyncio.create_task(reloader.watch(), name='watch-token-file')
-		uv = _uvicorn_server(app, config, connection_guard(config))
+		uv = uvicorn_server(app, config, connection_guard(config))
 		serving = asyncio.create_task(uv.serve(sockets=[sock]), name='http-server')
 		bare = config.host.strip('[]')
 		host = f'[{bare}]' if ':' in bare else bare
@@ -664,31 +652,3 @@ async def stop_uvicorn(uv: Any, serving: asyncio.Task[Any]) -> None:
 			pass  # what we asked for
 		except Exception as exc:  # the process is ending; uvicorn's error is no longer news
 			logger.debug('HTTP server ended with %r after a forced exit', exc)
-
-
-@contextlib.asynccontextmanager
-async def standalone_dashboard(
-	config: ServerConfig, registry: SessionRegistry, metrics: Metrics | None = None
-) -> AsyncIterator[None]:
-	"""With stdio, ``--dashboard-port N``: the dashboard on 127.0.0.1:N, for the one local
-	principal, with /healthz, /readyz and /metrics beside it, served while the block runs.
-	Loopback only: stdio has no tokens to check."""
-	if not config.dashboard_port:
-		yield
-		return
-	sock = bind_socket('127.0.0.1', config.dashboard_port)
-	dashboard = Dashboard(registry, None, loopback=True, takeover_timeout=config.takeover_timeout)
-	middleware = [Middleware(HideToken), Middleware(BodyLimit, limit_for=lambda _path: DASHBOARD_MAX_BODY)]
-	health = metrics.routes(lambda handler: guarded(handler, loopback=True, principal_of=None)) if metrics is not None else []
-	app = Starlette(routes=[*dashboard.routes(), *health], middleware=middleware)
-	uv = _uvicorn_server(app, config, connection_guard(config))
-	serving = asyncio.create_task(uv.serve(sockets=[sock]), name='dashboard-server')
-	announce(
-		f'browser-use-mcp: dashboard at http://127.0.0.1:{config.dashboard_port}{DASHBOARD_PATH} '
-		'(and /healthz, /readyz, /metrics)'
-	)
-	try:
-		yield
-	finally:
-		await stop_uvicorn(uv, serving)
-		sock.close()
