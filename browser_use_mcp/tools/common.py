@@ -308,7 +308,7 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 		'interactive_elements': [],
 	}
 	if held is not None and held.pending:  # in another tab
-		result['dialog'] = held.first().describe()
+		result['dialog'] = held.first().describe(with_tab=True)
 	if summary.page_info:
 		pi = summary.page_info
 		result['viewport'] = {'width': pi.viewport_width, 'height': pi.viewport_height}
