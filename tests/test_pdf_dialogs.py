@@ -195,3 +195,73 @@ async def test_a_bad_dialogs_option_names_the_valid_ones(mcp: Mcp) -> None:
 	assert bad.is_error and 'dialogs' in bad.text and 'accept' in bad.text and 'hold' in bad.text
 	listed = (await mcp.ok('browser_list_sessions')).structured['sessions']
 	assert 'bad-dialogs' not in {s['session_id'] for s in listed}
+
+
+# -- in process: the bounds, with a real Chromium and the limits made small ------------------------
+
+
+@pytest.fixture(scope='module')
+async def registry(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+	from browser_use_mcp.config import ServerConfig
+	from browser_use_mcp.sessions import SessionRegistry
+	from tests.support import TEST_CHROMIUM_ARGS
+
+	config = ServerConfig(
+		state_dir=Path(tmp_path_factory.mktemp('pdf-bounds')) / 'state',
+		chromium_args=TEST_CHROMIUM_ARGS,
+		headless=True,
+		isolation='context',
+		shared_browser_idle=0,
+		tools=('all',),
+	)
+	registry = SessionRegistry(config)
+	await registry.start()
+	try:
+		yield registry
+	finally:
+		await registry.shutdown()
+
+
+async def test_a_pdf_over_the_bound_or_a_full_files_directory_writes_nothing(
+	registry: Any, pages: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+	from browser_use_mcp.catalog import Catalog
+	from browser_use_mcp.errors import BrowserActionFailed
+	from browser_use_mcp.tools import actions
+	from browser_use_mcp.tools.base import Call
+
+	catalog = Catalog(registry)
+	sid = {'session_id': 'bounds'}
+	await catalog.call('browser_navigate', {**sid, 'url': f'{pages}/doc'}, Call())
+	(state,) = [s for s in registry.sessions() if s.session_id == 'bounds']
+	files = Path(state.dirs.files)
+	monkeypatch.setattr(actions, 'MAX_PDF_BYTES', 4096)  # the /doc page prints to more than that
+	with pytest.raises(BrowserActionFailed, match='larger than 0 MiB; nothing was written'):
+		await catalog.call('browser_save_pdf', {**sid, 'path': 'big.pdf'}, Call())
+	assert not [p for p in files.iterdir() if p.suffix == '.pdf' or p.name.startswith('.printing-')]
+	monkeypatch.setattr(actions, 'MAX_PDF_BYTES', 50 * 1024 * 1024)
+	done = await catalog.call('browser_save_pdf', {**sid, 'path': 'one.pdf'}, Call())
+	assert 'one.pdf' in done.text and (files / 'one.pdf').stat().st_size > 4096
+	monkeypatch.setattr(actions, 'MAX_FILES_BYTES', 4096)  # one.pdf alone is over it now
+	with pytest.raises(BrowserActionFailed, match='files directory already holds .* no PDF was written'):
+		await catalog.call('browser_save_pdf', {**sid, 'path': 'two.pdf'}, Call())
+	assert not (files / 'two.pdf').exists()
+
+
+async def test_holding_dialogs_is_refused_where_the_hold_patch_is_off(registry: Any) -> None:
+	from browser_use_mcp import patches
+	from browser_use_mcp.catalog import Catalog
+	from browser_use_mcp.errors import InvalidArgument
+	from browser_use_mcp.patches import dialog_hold
+	from browser_use_mcp.tools.base import Call
+
+	catalog = Catalog(registry)
+	before = patches.status_of(dialog_hold.PATCH)
+	patches.revert(dialog_hold.PATCH)
+	try:
+		with pytest.raises(InvalidArgument, match='dialogs: this server cannot hold dialogs'):
+			await catalog.call('browser_create_session', {'session_id': 'no-hold', 'dialogs': 'hold'}, Call())
+		assert 'no-hold' not in {s.session_id for s in registry.sessions()}
+	finally:
+		if before is not None:
+			patches.apply(dialog_hold.PATCH, enabled=before.state != 'off')
