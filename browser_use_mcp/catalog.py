@@ -63,7 +63,7 @@ STOP_GRACE = 2.0  # s a call past its deadline gets to unwind before it is answe
 UNWIND_BOUND = 15.0  # s a cancelled call's handler gets to unwind (an agent's 3 s stop grace, then its interrupt)
 DIALOG_GRACE = 0.3  # s a call gets to end by itself once the page opened a dialog (--dialogs hold)
 # s a call gets while a dialog is held in another tab: Chromium pauses every page of the renderer process
-# that shows a dialog, and tabs of one site (or beyond --renderer-process-limit) share one
+# that shows a dialog: a popup and its opener, other tabs of the session when they share that process
 OTHER_TAB_DIALOG_BOUND = 10.0
 DEADLINE_SCALE_ENV = 'BROWSER_USE_MCP_DEADLINE_SCALE'
 
