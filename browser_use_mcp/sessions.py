@@ -1015,8 +1015,10 @@ class SessionRegistry:
 		if restarted is not None:
 			notes.append(restarted.restart_note())
 		dirs = self._default_dirs(notes) if is_default and self.single_principal else None
-		# spares are launched with the server's defaults: a session made to order gets its own
-		spare = await self.pool.claim() if not is_default and self.pool is not None and options is None else None
+		# spares are launched with the server's defaults: a session made to order gets its own (unless
+		# its options are only about what the server does around the browser: dialogs, recording)
+		made_to_order = options is not None and options.shapes_browser
+		spare = await self.pool.claim() if not is_default and self.pool is not None and not made_to_order else None
 		if spare is not None:
 			dirs, browser = spare.dirs, spare.browser
 		else:
