@@ -217,7 +217,7 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any, *, s
 	if held is not None:  # one already open blocks its page: what waits on the page ends as if it opened now
 		if held.blocks(state.browser_session.agent_focus_target_id):
 			held.opened.set()
-		else:  # none, or only in other tabs (answered with browser_handle_dialog{tab}): this tab works
+		else:  # none, or only in other tabs (answered with browser_handle_dialog{tab_id}): this tab works
 			held.opened.clear()
 			if held.pending:
 				elsewhere, end = True, min(end, loop.time() + OTHER_TAB_DIALOG_BOUND)

@@ -179,7 +179,7 @@ def stopped_reply(tool: str, dialogs: Dialogs | None, structured: bool, elsewher
 		text = (
 			f'{tool}: {what} is open in tab{tab} and waits for an answer; this tab did not answer meanwhile (tabs that '
 			'share a browser process pause together while one shows a dialog), so this call stopped waiting (what it '
-			f'sent was sent). Answer it with browser_handle_dialog{{tab: "{tab.strip()}"}}, then retry.'
+			f'sent was sent). Answer it with browser_handle_dialog{{tab_id: "{tab.strip()}"}}, then retry.'
 		)
 	else:
 		text = (

@@ -76,11 +76,11 @@ async def test_a_dialog_held_in_another_tab_is_answered_by_its_tab_id(mcp: Mcp, 
 	assert shown['dialog'] == {'type': 'alert', 'message': 'Later on', 'url': f'{pages}/dialogs', 'tab_id': tabs['/dialogs']}
 	went = await mcp.ok('browser_navigate', session_id=sid, url=f'{pages}/doc')
 	assert went.text.startswith('Navigated'), went.texts  # a dialog in another tab does not stop this one
-	none_here = await mcp.call('browser_handle_dialog', session_id=sid, accept=True, tab=tabs['/plain'])
+	none_here = await mcp.call('browser_handle_dialog', session_id=sid, accept=True, tab_id=tabs['/plain'])
 	assert none_here.is_error and 'tab' in none_here.text and tabs['/dialogs'] in none_here.text
-	unknown = await mcp.call('browser_handle_dialog', session_id=sid, accept=True, tab='zzzz')
+	unknown = await mcp.call('browser_handle_dialog', session_id=sid, accept=True, tab_id='zzzz')
 	assert unknown.is_error and "No tab with id 'zzzz'" in unknown.text
-	answered = await mcp.ok('browser_handle_dialog', session_id=sid, accept=True, tab=tabs['/dialogs'])
+	answered = await mcp.ok('browser_handle_dialog', session_id=sid, accept=True, tab_id=tabs['/dialogs'])
 	assert 'Later on' in answered.text and 'accepted' in answered.text
 	assert 'dialog' not in await mcp.page_state(sid)
 	await mcp.ok('browser_switch_tab', session_id=sid, tab_id=tabs['/dialogs'])
@@ -110,8 +110,8 @@ async def test_a_tab_paused_by_a_dialog_in_its_opener_ends_its_call_saying_where
 	await asyncio.sleep(1.5)  # the alert is open in the opener now
 	paused = await mcp.call('browser_evaluate', session_id=sid, expression='1 + 1')
 	assert paused.is_error, paused.text
-	assert f'tab {tabs["/dialogs"]}' in paused.text and f'browser_handle_dialog{{tab: "{tabs["/dialogs"]}"}}' in paused.text
-	await mcp.ok('browser_handle_dialog', session_id=sid, accept=True, tab=tabs['/dialogs'])
+	assert f'tab {tabs["/dialogs"]}' in paused.text and f'browser_handle_dialog{{tab_id: "{tabs["/dialogs"]}"}}' in paused.text
+	await mcp.ok('browser_handle_dialog', session_id=sid, accept=True, tab_id=tabs['/dialogs'])
 	assert (await mcp.ok('browser_evaluate', session_id=sid, expression='1 + 1')).structured['result'] == 2
 	await mcp.ok('browser_close_session', session_id=sid)
 
@@ -143,7 +143,7 @@ async def test_save_pdf_refuses_names_that_leave_the_session_and_writes_nothing(
 		assert result.is_error and 'path' in result.text, (bad, result.text)
 	assert {p for p in mcp.home.rglob('*') if p.is_file() and p.suffix == '.pdf'} == {p for p in before if p.suffix == '.pdf'}
 	assert not Path('/tmp/escape.pdf').exists()
-	unknown = await mcp.call('browser_save_pdf', session_id=sid, tab='zzzz')
+	unknown = await mcp.call('browser_save_pdf', session_id=sid, tab_id='zzzz')
 	assert unknown.is_error and "No tab with id 'zzzz'" in unknown.text
 	await mcp.ok('browser_close_session', session_id=sid)
 
@@ -153,7 +153,7 @@ async def test_save_pdf_prints_the_tab_given_not_the_current_one(mcp: Mcp, pages
 	await mcp.ok('browser_navigate', session_id=sid, url=f'{pages}/doc')
 	await mcp.ok('browser_navigate', session_id=sid, url=f'{pages}/plain', new_tab=True)
 	tabs = await tab_ids(mcp, sid)
-	done = await mcp.ok('browser_save_pdf', session_id=sid, tab=tabs['/doc'], path='doc.pdf')
+	done = await mcp.ok('browser_save_pdf', session_id=sid, tab_id=tabs['/doc'], path='doc.pdf')
 	assert f'{pages}/doc' in done.text
 	current = await mcp.ok('browser_save_pdf', session_id=sid, path='plain.pdf')
 	assert f'{pages}/plain' in current.text

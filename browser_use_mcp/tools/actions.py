@@ -808,7 +808,7 @@ class SavePdfArgs(Args):
 		description="File name of the PDF, a plain name ending in .pdf (e.g. invoice.pdf), written into the session's "
 		'files directory (never elsewhere; an existing file of that name is replaced). Default: page-<date>-<time>.pdf.',
 	)
-	tab: str | None = Field(
+	tab_id: str | None = Field(
 		None,
 		min_length=1,
 		max_length=64,
@@ -864,8 +864,8 @@ async def browser_save_pdf(state: SessionState, args: SavePdfArgs, call: Call) -
 	the result gives the file's path and size. Needs a headless browser (the default)."""
 	name = _pdf_name(args.path)
 	files = Path(state.dirs.files)
-	if args.tab is not None:
-		target = await resolve_tab(state, args.tab)
+	if args.tab_id is not None:
+		target = await resolve_tab(state, args.tab_id)
 		cdp = await state.browser_session.get_or_create_cdp_session(target_id=target, focus=False)
 	else:
 		cdp = await cdp_page(state)

@@ -288,7 +288,7 @@ class HandleDialogArgs(Args):
 		max_length=10_000,
 		description="For a prompt: the text to answer with (accept: true); omit for the prompt's default.",
 	)
-	tab: str | None = Field(
+	tab_id: str | None = Field(
 		None,
 		min_length=1,
 		max_length=64,
@@ -314,13 +314,13 @@ async def browser_handle_dialog(state: SessionState, args: HandleDialogArgs, cal
 			'This server cannot hold dialogs (its dialog_hold patch is off or refused: `browser-use-mcp doctor` says '
 			'why), so the browser answers them itself: alerts, confirms and leave-page dialogs accepted, prompts cancelled.'
 		)
-	if args.tab is not None:
-		target = await resolve_tab(state, args.tab)
+	if args.tab_id is not None:
+		target = await resolve_tab(state, args.tab_id)
 		dialog = held.in_tab(target)
 		if dialog is None:
 			elsewhere = [d.target_id[-4:] for d in held.pending.values() if d.target_id and d.target_id != target]
 			hint = f' Tab(s) with one: {", ".join(sorted(set(elsewhere)))}.' if elsewhere else ''
-			raise InvalidArgument(f'tab: no dialog is open in tab {args.tab!r}; nothing was answered.{hint}')
+			raise InvalidArgument(f'tab_id: no dialog is open in tab {args.tab_id!r}; nothing was answered.{hint}')
 	else:
 		focused = (await cdp_page(state)).session_id
 		dialog = held.pending.get(focused) or held.first()
