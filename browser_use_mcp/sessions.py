@@ -253,7 +253,7 @@ class SessionRegistry:
 		self._reaper: asyncio.Task[None] | None = None
 		self._background: set[asyncio.Task[Any]] = set()
 		self._shutting_down = False
-		self.single_principal = len(config.auth_tokens) <= 1
+		self.single_principal = len(config.auth_tokens) <= 1 and config.auth != 'oauth'  # OAuth: any number of subjects
 		self.slots = SessionSlots(config.max_sessions, config.max_sessions_per_principal, self._held)
 		self.call_slots = CallSlots(config.max_calls_per_principal)
 		self.revoked: set[str] = set()  # principals whose token was removed: no new session (a call already past auth)
