@@ -325,6 +325,20 @@ def test_dashboard_takes_a_jwt(server: HttpServer, idp: Provider) -> None:
 	assert bad.status_code == 401
 
 
+async def test_limits_are_per_subject(tmp_path: Path, idp: Provider, site: str) -> None:
+	with oauth_server(tmp_path / 'home', idp.issuer, '--max-sessions-per-principal', '1', '--queue-timeout', '0') as server:
+		async with connect(server, idp.token('agent-a')) as a, connect(server, idp.token('agent-b')) as b:
+			await a.ok('browser_create_session', session_id='first')
+			refused = await a.call('browser_create_session', session_id='second')
+			assert refused.is_error and '--max-sessions-per-principal 1' in refused.text
+			await b.ok('browser_create_session', session_id='first')  # another subject: its own share
+			# a new token of the same subject is the same principal, at the same limit
+			async with connect(server, idp.token('agent-a')) as again:
+				assert (await again.call('browser_create_session', session_id='third')).is_error
+			await a.ok('browser_close_all')
+			await b.ok('browser_close_all')
+
+
 # -- the issuer --------------------------------------------------------------------------------
 
 
