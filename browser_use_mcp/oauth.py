@@ -224,6 +224,15 @@ class JwtVerifier:
 			self._refresh = asyncio.get_running_loop().create_task(self._refetch(), name='refresh-jwks')
 		return self._refresh
 
+	@property
+	def key_count(self) -> int:
+		return len(self._keys)
+
+	@property
+	def algorithms(self) -> list[str]:
+		"""The algorithms the cached keys allow."""
+		return sorted({a for key in self._keys.values() for a in key.algorithms})
+
 	async def close(self) -> None:
 		if self._refresh is not None:
 			self._refresh.cancel()

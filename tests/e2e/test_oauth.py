@@ -434,3 +434,17 @@ def test_oauth_flags_and_environment() -> None:
 	}
 	config = load_config(env, browser_use=False)
 	assert (config.oauth_issuer, config.oauth_principal_claim) == ('http://127.0.0.1:9999', 'email')
+
+
+async def test_doctor_checks_the_issuer(idp: Provider) -> None:
+	from browser_use_mcp.config import load_config
+	from browser_use_mcp.doctor import check_oauth_issuer
+
+	def config(issuer: str) -> Any:
+		return load_config({}, browser_use=False, transport='http', auth='oauth', oauth_issuer=issuer, oauth_audience=AUDIENCE)
+
+	good = await check_oauth_issuer(config(idp.issuer))
+	assert (good.status, good.summary) == ('ok', f'{idp.issuer}: 1 signing key(s) (RS256) from {idp.issuer}/jwks')
+	dead = f'http://127.0.0.1:{free_port()}'
+	bad = await check_oauth_issuer(config(dead))
+	assert bad.status == 'fail' and f'cannot load the keys of {dead}' in bad.summary and 'did not answer' in bad.summary
