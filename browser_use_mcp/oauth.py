@@ -388,6 +388,15 @@ def resource_url(settings: OAuthSettings, scope: Scope, mcp_path: str) -> str:
 	return f'{request.url.scheme}://{request.url.netloc}{mcp_path}'
 
 
+def metadata_url(settings: OAuthSettings, scope: Scope, mcp_path: str) -> str:
+	"""Where this resource's metadata is (RFC 9728 §3.1); a path alone when the request's Host makes
+	no URL (the request is refused anyway, and says where to look)."""
+	try:
+		return str(build_resource_metadata_url(AnyHttpUrl(resource_url(settings, scope, mcp_path))))
+	except ValueError:
+		return WELL_KNOWN + mcp_path
+
+
 def _quoted(text: str) -> str:
 	return text.replace('\\', '\\\\').replace('"', "'")
 
@@ -405,7 +414,7 @@ class RequireBearer:
 
 	async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
 		user = scope.get('user')
-		metadata = str(build_resource_metadata_url(AnyHttpUrl(resource_url(self.settings, scope, self.mcp_path))))
+		metadata = metadata_url(self.settings, scope, self.mcp_path)
 		if not isinstance(user, AuthenticatedUser):
 			refusal = scope.get(REFUSAL)
 			if refusal is None:
@@ -452,8 +461,12 @@ def metadata_routes(settings: OAuthSettings, issuer: str, mcp_path: str) -> list
 	(…/mcp, or whatever path --resource-url has), with the SDK's model and handler."""
 
 	async def handle(request: Request) -> Response:
+		try:
+			resource = AnyHttpUrl(resource_url(settings, request.scope, mcp_path))
+		except ValueError:
+			return Response('The Host header does not make a URL of this server.', status_code=400, media_type='text/plain')
 		metadata = ProtectedResourceMetadata(
-			resource=AnyHttpUrl(resource_url(settings, request.scope, mcp_path)),
+			resource=resource,
 			authorization_servers=[AnyHttpUrl(issuer)],
 			scopes_supported=list(settings.required_scopes) or None,
 			resource_name='browser-use-mcp',

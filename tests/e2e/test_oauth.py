@@ -232,6 +232,16 @@ def test_missing_token_gets_401_pointing_at_the_metadata(server: HttpServer) -> 
 	assert 'error=' not in challenge  # RFC 6750 §3.1: no error code when no token was sent
 
 
+def test_a_host_that_makes_no_url_is_answered_not_crashed_on(server: HttpServer) -> None:
+	headers = {**ACCEPT, 'Host': '%'}  # Starlette keeps it, no URL can hold it
+	refused = httpx.post(server.url, json=INITIALIZE, headers=headers, timeout=30)
+	assert refused.status_code == 401
+	assert 'resource_metadata="/.well-known/oauth-protected-resource/mcp"' in refused.headers['WWW-Authenticate']
+	document = httpx.get(f'http://127.0.0.1:{server.port}/.well-known/oauth-protected-resource', headers=headers, timeout=30)
+	assert document.status_code == 400
+	assert 'Traceback' not in server.log_text()
+
+
 def _b64(data: dict[str, Any]) -> str:
 	return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b'=').decode()
 
