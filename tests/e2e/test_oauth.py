@@ -8,11 +8,13 @@ the provider's own key, so the only thing wrong with each is the one claim under
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,6 +188,10 @@ async def test_client_credentials_token_lists_tools_and_navigates(server: HttpSe
 		assert 'browser_navigate' in tools
 		await mcp.ok('browser_navigate', url=f'{site}/two', session_id='oauth-nav')
 		assert (await mcp.page_state('oauth-nav'))['url'] == f'{site}/two'
+	# the stateless 2026-07-28 protocol carries the same token on every request
+	async with connect(server, token, mode='auto') as modern:
+		assert (await modern.page_state('oauth-nav'))['url'] == f'{site}/two'
+		await modern.ok('browser_close_session', session_id='oauth-nav')
 	assert token not in server.log_text()
 
 
@@ -207,6 +213,22 @@ async def test_two_subjects_do_not_see_each_others_sessions(server: HttpServer, 
 	async with connect(server, idp.token('agent-b')) as b:
 		assert 'shared-name' in await session_ids(b)
 		await b.ok('browser_close_all')
+
+
+async def test_legacy_sse_client_with_a_jwt(server: HttpServer, idp: Provider, site: str) -> None:
+	"""The 1.x SDK's HTTP+SSE client with an access token: the same subject as over /mcp."""
+	from tests.e2e.test_http_sse import run_v1_client
+
+	sid = f'sse-{uuid.uuid4().hex[:8]}'
+	code, report = await asyncio.to_thread(run_v1_client, server, idp.token('agent-a'), f'{site}/two', '--session-id', sid)
+	assert code == 0, report
+	assert report['state']['json']['url'] == f'{site}/two'
+	async with connect(server, idp.token('agent-a')) as a, connect(server, idp.token('agent-b')) as b:
+		assert sid in await session_ids(a)
+		assert sid not in await session_ids(b)
+		await a.ok('browser_close_session', session_id=sid)
+	code, report = await asyncio.to_thread(run_v1_client, server, idp.forge(exp=1), f'{site}/two')
+	assert (code, report) == (3, {'http_status': 401})
 
 
 def test_protected_resource_metadata(server: HttpServer, idp: Provider) -> None:
