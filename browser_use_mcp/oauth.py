@@ -151,11 +151,13 @@ class JwtVerifier:
 		self._fetched = 0.0  # monotonic time of the last successful key fetch
 		self._tried = float('-inf')  # monotonic time of the last fetch attempt
 		self._refresh: asyncio.Task[None] | None = None
-		self._client = client or httpx.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False)
+		self._client = client  # made on the first fetch
 
 	# -- the issuer --------------------------------------------------------------------------
 
 	async def _get_json(self, url: str, what: str) -> Any:
+		if self._client is None:
+			self._client = httpx.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False)
 		try:
 			async with self._client.stream('GET', url, headers={'Accept': 'application/json'}) as response:
 				if response.status_code != 200:
@@ -238,7 +240,9 @@ class JwtVerifier:
 			self._refresh.cancel()
 			with contextlib.suppress(asyncio.CancelledError):
 				await self._refresh
-		await self._client.aclose()
+		if self._client is not None:
+			await self._client.aclose()
+			self._client = None
 
 	# -- tokens ------------------------------------------------------------------------------
 
