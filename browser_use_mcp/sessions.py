@@ -703,10 +703,18 @@ class SessionRegistry:
 		if not state.persist or state.closed_reason is not None or not state.browser.alive():
 			return
 		state.saving = True
+		started = time.perf_counter()
 		try:
 			record = await self._snapshot(state)  # CDP reads: awaits, no work on the loop to speak of
 			if record is not None and state.persist and state.closed_reason is None:
 				await self._save_record(state, record)  # JSON and the write in a thread
+				logger.info(
+					'durable session %r saved in %.0f ms (%d tab(s), %d cookie(s))',
+					state.session_id,
+					(time.perf_counter() - started) * 1000,
+					len(record.urls),
+					len(record.state.cookies),
+				)
 		finally:
 			state.saving = False
 
