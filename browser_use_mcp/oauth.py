@@ -151,6 +151,7 @@ class JwtVerifier:
 		self._fetched = 0.0  # monotonic time of the last successful key fetch
 		self._tried = float('-inf')  # monotonic time of the last fetch attempt
 		self._refresh: asyncio.Task[None] | None = None
+		self._failing = False  # the last refresh failed (the next failure is logged at info)
 		self._client = client  # made on the first fetch
 
 	# -- the issuer --------------------------------------------------------------------------
@@ -219,7 +220,14 @@ class JwtVerifier:
 		try:
 			await self.load_keys()
 		except IssuerUnavailable as exc:
-			logger.warning('could not refresh the issuer keys; the %d cached key(s) stay in use: %s', len(self._keys), exc)
+			# once a warning, then quietly: a down issuer is retried at most every min_refresh s
+			log = logger.info if self._failing else logger.warning
+			self._failing = True
+			log('could not refresh the issuer keys; the %d cached key(s) stay in use: %s', len(self._keys), exc)
+			return
+		if self._failing:
+			logger.warning('the issuer answers again: %d key(s) in use', len(self._keys))
+		self._failing = False
 
 	def _start_refresh(self) -> asyncio.Task[None]:
 		if self._refresh is None or self._refresh.done():

@@ -410,6 +410,11 @@ async def test_rotated_keys_are_picked_up_and_cached_keys_outlive_the_issuer(tmp
 			assert (await mcp.page_state('rotated'))['url'] == f'{site}/two'
 			await mcp.ok('browser_close_all')
 
+		# the issuer is back with yet another key: picked up as before
+		idp.restart([new_key('k3'), *idp.keys])
+		assert post(server, idp.token('agent-a')).status_code == 200
+		assert 'the issuer answers again: 3 key(s) in use' in server.log_text()
+
 
 # -- bad configuration -------------------------------------------------------------------------
 
