@@ -173,6 +173,8 @@ class Catalog:
 					await recording.after(
 						state, name, tool.hints.read_only, args, record.started, record.duration or 0.0, result, error, seen
 					)
+				if not tool.hints.read_only:  # a durable session's record follows its page (saved within seconds)
+					self.sessions.page_changed(state)
 
 		async def waiting(state: SessionState) -> None:
 			await call.report_progress(0, None, HELD_BY_PERSON)
