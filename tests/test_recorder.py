@@ -16,10 +16,11 @@ from browser_use_mcp.recorder import Recording, RecordingExpired, Recordings, pa
 
 def test_kinds() -> None:
 	assert parse_kinds('trace') == ('trace',) == parse_kinds(['trace', 'TRACE'])
-	for bad, words in (('har', 'not supported yet'), ('video', 'not supported yet'), ('pcap', 'unknown kind'), (3, 'list')):
+	assert parse_kinds(['har', 'Video', 'trace', 'har']) == ('har', 'video', 'trace')
+	for bad, words in (('pcap', 'unknown kind'), (['trace', 'gif'], 'unknown kind'), (3, 'list'), ([1], 'list')):
 		with pytest.raises(ValueError, match=words) as info:
 			parse_kinds(bad)
-		assert 'valid kinds: trace' in str(info.value)
+		assert 'valid kinds: trace, har, video' in str(info.value)
 
 
 def test_server_wide_setting(tmp_path: Path) -> None:
@@ -28,8 +29,9 @@ def test_server_wide_setting(tmp_path: Path) -> None:
 	assert load_config({**env, 'BROWSER_USE_MCP_RECORD': 'trace'}, browser_use=False).record == ('trace',)
 	config = load_config(env, browser_use=False, record=('trace',), recordings_ttl=60.0)
 	assert config.record == ('trace',) and config.recordings_ttl == 60.0
-	with pytest.raises(SystemExit, match='--record.*not supported yet'):
-		load_config({**env, 'BROWSER_USE_MCP_RECORD': 'video'}, browser_use=False)
+	assert load_config({**env, 'BROWSER_USE_MCP_RECORD': 'har,video'}, browser_use=False).record == ('har', 'video')
+	with pytest.raises(SystemExit, match='--record.*unknown kind'):
+		load_config({**env, 'BROWSER_USE_MCP_RECORD': 'movie'}, browser_use=False)
 
 
 def test_redaction() -> None:

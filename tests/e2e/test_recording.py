@@ -100,7 +100,7 @@ async def test_unrecorded_session_writes_nothing(mcp: Mcp, site: str) -> None:
 
 @pytest.mark.parametrize(
 	('kind', 'words'),
-	[('nope', 'unknown kind'), (['har'], 'not supported yet'), ('video', 'not supported yet'), (3, 'record')],
+	[('nope', 'unknown kind'), (['trace', 'gif'], 'unknown kind'), (3, 'record')],
 )
 async def test_unknown_record_kind_is_refused(mcp: Mcp, kind: object, words: str) -> None:
 	result = await mcp.call('browser_create_session', session_id='bad-kind', record=kind)
