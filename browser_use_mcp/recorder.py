@@ -223,13 +223,11 @@ class Recording:
 			await asyncio.wait(set(self.writes), timeout=2 * STEP_BOUND)
 
 	async def before(self, state: Any, read_only: bool) -> dict[str, Any]:
-		"""The page before a call. A page-changing call first settles the previous call's screenshot:
-		from the screencast, the latest frame (no waiting); without one, it waits for the capture, so
-		the screenshot never shows this call's doing. A read-only call runs beside it."""
-		if not read_only:
-			self._flush()
-			if self.pending is not None and not self.pending.done():
-				await self.settle()
+		"""The page before a call. Never waits for the previous call's screenshot when it comes from
+		the screencast (the first frame painted after that call, whenever it arrives); a capture
+		without the screencast is waited for by a page-changing call, so it never shows its doing."""
+		if not read_only and self.pending is not None and not self.pending.done():
+			await self.settle()
 		if self.cast is not None:
 			await self.cast.follow(state)
 		if not self.tracing:

@@ -2,8 +2,10 @@
 
 Chromium pushes a JPEG (``Page.screencastFrame``) each time it paints the tab, already scaled
 down to ``FRAME_WIDTH`` px wide (no image work in the server: a frame's base64 is decoded only
-when it is kept). The recorder takes its screenshots from here (the latest frame once a call
-ended, never waiting on the call's path), and with the ``video`` kind the frames are piped to an
+when it is kept). The recorder takes its screenshots from here: after a page-changing call it asks
+for the first frame painted from then on and never waits for it on the call's path (without a
+video the cast is started for that one frame, and stopped once it came). With the ``video`` kind
+the cast runs all along and its frames are piped to an
 ffmpeg process (the binary of the ``imageio-ffmpeg`` wheel) that encodes them to WebM (VP8,
 realtime) in its own process: at most ``VIDEO_FPS`` frames a second, its file capped with
 ffmpeg's ``-fs``, frames dropped while ffmpeg is behind (its pipe holds ``PIPE_CAP`` bytes at
@@ -59,7 +61,9 @@ class Screencast:
 		self.target: str | None = None  # CDP session of the tab cast
 		self.frame: str | None = None  # the latest frame, base64 JPEG
 		self.frames = 0  # frames received
-		self.listeners: list[FrameListener] = []  # called once with the next frame
+		self.listeners: list[tuple[float, FrameListener]] = []  # (since, listener): called once with a frame painted after since
+		self.continuous = video is not None  # a video needs every frame; screenshots only one after a call
+		self.running = False  # Chromium is sending frames
 		self.proc: asyncio.subprocess.Process | None = None
 		self.video_frames = 0
 		self.video_dropped = 0
@@ -90,26 +94,43 @@ class Screencast:
 			if cdp.session_id == self.target:
 				return True
 			old, self.target = self.target, cdp.session_id
-			if old is not None:
+			if old is not None and self.running:
 				self._spawn(root.send_raw('Page.stopScreencast', {}, old))
-			params = {
-				'format': 'jpeg',
-				'quality': FRAME_QUALITY,
-				'maxWidth': FRAME_WIDTH,
-				'maxHeight': FRAME_HEIGHT,
-				'everyNthFrame': 1,
-			}
-			await asyncio.wait_for(root.send_raw('Page.startScreencast', params, cdp.session_id), STEP_BOUND)
-			if self.video is not None and self.proc is None and self.video_error is None:
-				await self._start_video()
+				self.running = False
+			if self.continuous:
+				await asyncio.wait_for(root.send_raw('Page.startScreencast', self.params(), cdp.session_id), STEP_BOUND)
+				self.running = True
+				if self.proc is None and self.video_error is None:
+					await self._start_video()
+			elif self.listeners:  # waiting for a frame of the tab left: ask the new one
+				self._ask()
 			return True
 		except (Exception, TimeoutError) as exc:
 			logger.info('the screencast could not follow the focused tab: %s', str(exc)[:200] or type(exc).__name__)
 			self.target = None
 			return False
 
+	@staticmethod
+	def params() -> dict[str, Any]:
+		return {
+			'format': 'jpeg',
+			'quality': FRAME_QUALITY,
+			'maxWidth': FRAME_WIDTH,
+			'maxHeight': FRAME_HEIGHT,
+			'everyNthFrame': 1,
+		}
+
 	def next_frame(self, listener: FrameListener) -> None:
-		self.listeners.append(listener)
+		"""Call ``listener`` with the first frame painted from now on. Without a video the cast runs
+		only until that frame came: started here without waiting for Chromium's answer."""
+		self.listeners.append((time.time(), listener))
+		if not self.running:
+			self._ask()
+
+	def _ask(self) -> None:
+		if self.root is not None and self.target is not None and not self._stopped:
+			self.running = True
+			self._spawn(self.root.send_raw('Page.startScreencast', self.params(), self.target))
 
 	def _spawn(self, coro: Any) -> None:
 		task = asyncio.get_running_loop().create_task(coro)
@@ -131,11 +152,18 @@ class Screencast:
 				return  # a tab the cast has left
 			self.frame = params['data']
 			self.frames += 1
-			listeners, self.listeners = self.listeners, []
-			for listener in listeners:
+			painted = (params.get('metadata') or {}).get('timestamp')
+			now = time.time()
+			painted = painted if isinstance(painted, int | float) and abs(painted - now) < 2 else now
+			ready = [f for since, f in self.listeners if painted >= since - 0.005]  # painted after the call ended
+			self.listeners = [(since, f) for since, f in self.listeners if painted < since - 0.005]
+			for listener in ready:
 				listener(self.frame)
 			if self.proc is not None:
 				self._feed(self.frame)
+			if not self.continuous and not self.listeners and self.running:  # the frame asked for came: stop
+				self.running = False
+				self._spawn(self.root.send_raw('Page.stopScreencast', {}, self.target))
 		except Exception:
 			logger.exception('screencast frame failed')
 
@@ -223,7 +251,8 @@ class Screencast:
 			return
 		self._stopped = True
 		self.listeners.clear()
-		if self.root is not None and self.target is not None:
+		if self.root is not None and self.target is not None and self.running:
+			self.running = False
 			with contextlib.suppress(Exception, TimeoutError):
 				await asyncio.wait_for(self.root.send_raw('Page.stopScreencast', {}, self.target), STEP_BOUND)
 		proc, self.proc = self.proc, None
