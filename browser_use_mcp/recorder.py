@@ -223,16 +223,21 @@ class Recording:
 			await asyncio.wait(set(self.writes), timeout=2 * STEP_BOUND)
 
 	async def before(self, state: Any, read_only: bool) -> dict[str, Any]:
-		"""The page before a call. Never waits for the previous call's screenshot when it comes from
-		the screencast (the first frame painted after that call, whenever it arrives); a capture
-		without the screencast is waited for by a page-changing call, so it never shows its doing."""
-		if not read_only and self.pending is not None and not self.pending.done():
-			await self.settle()
-		if self.cast is not None:
-			await self.cast.follow(state)
+		"""The page before a call, from browser-use's own record of the focused tab (no round trip;
+		read from the page only when it has none). Never waits for the previous call's screenshot when
+		it comes from the screencast (the first frame painted after that call, whenever it arrives); a
+		capture without the screencast is waited for by a page-changing call, so it never shows its
+		doing. A page-changing call first makes sure the cast follows the focused tab (the video)."""
+		if not read_only:
+			if self.pending is not None and not self.pending.done():
+				await self.settle()
+			if self.cast is not None:
+				await self.cast.follow(state)
 		if not self.tracing:
 			return {}
-		url, title = await _page(state)
+		url, title = _known_page(state)
+		if url is None:
+			url, title = await _page(state)
 		return {'url_before': redact(url), 'title_before': title}
 
 	async def after(
@@ -386,6 +391,18 @@ class Recording:
 		return self.cast.video_error if self.cast is not None and self.video is not None else None
 
 
+def _known_page(state: Any) -> tuple[str | None, str | None]:
+	"""The focused tab's URL and title as browser-use last heard them (Target.targetInfoChanged)."""
+	from browser_use_mcp.tools.admin import focused_target
+
+	try:
+		target = focused_target(state)
+	except Exception:
+		return None, None
+	url = getattr(target, 'url', None)
+	return (str(url), str(getattr(target, 'title', '') or '')) if url else (None, None)
+
+
 async def _page(state: Any) -> tuple[str | None, str | None]:
 	"""The focused page's URL and title, in one round trip, bounded; (None, None) if unreadable."""
 	from browser_use_mcp.tools.common import cdp_page
@@ -433,6 +450,7 @@ class Recordings:
 		self._by_key: dict[tuple[str, str], Recording] = {}
 		self._expired: dict[tuple[str, str], float] = {}  # key -> when its recording was dropped
 		self._doomed: list[Path] = []  # directories of dropped recordings, deleted off the loop (purge)
+		self.last_error = ''  # why the last recording could not be started
 
 	def start(self, principal: str, session_id: str, kinds: tuple[str, ...] = ('trace',)) -> Recording | None:
 		"""A new recording for this session (replacing an older one of the same id); None when its
@@ -450,6 +468,7 @@ class Recordings:
 			path.mkdir(parents=True, mode=0o700)
 		except OSError as exc:
 			logger.warning('cannot record session %r: %s', session_id[:40], exc)
+			self.last_error = f'{exc.strerror or exc} ({self.root})'
 			return None
 		recording = Recording(principal, session_id, path, size_cap=self.size_cap, kinds=tuple(kinds) or ('trace',))
 		recording.line({'recording': list(recording.kinds), 'started': recording.started, 'size_cap': self.size_cap})

@@ -1058,6 +1058,11 @@ class SessionRegistry:
 			assert self.recordings is not None
 			kinds = tuple(options.record) if options is not None and options.record else parse_kinds(list(self.config.record), '')
 			state.recording = self.recordings.start(principal, session_id, kinds)
+			if state.recording is None:
+				notes.append(
+					f'Note: this session is not recorded: its recording could not be made ({self.recordings.last_error}). '
+					'It works as usual; make the server state directory writable (--state-dir) to record sessions.'
+				)
 		self._sessions[state.key] = state
 		browser.on_death(lambda s=state: self._on_browser_death(s))
 		logger.info('session %r created (profile %s)', session_id, dirs.profile)

@@ -200,3 +200,11 @@ async def test_video_without_ffmpeg_says_so(tmp_path: Path, monkeypatch: pytest.
 	await cast._start_video()
 	assert cast.proc is None and cast.video_error and 'could not start ffmpeg' in cast.video_error
 	await cast.stop()
+
+
+def test_a_recordings_dir_that_cannot_be_made_says_why(tmp_path: Path) -> None:
+	blocker = tmp_path / 'recordings'
+	blocker.write_text('a file where the directory should be')
+	recordings = Recordings(blocker)
+	assert recordings.start('p', 's', ('trace', 'har')) is None
+	assert str(blocker) in recordings.last_error and len(recordings) == 0
