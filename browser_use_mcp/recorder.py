@@ -137,8 +137,7 @@ class Recording:
 	pending: asyncio.Task[None] | None = field(default=None, repr=False)  # a screenshot taken without the screencast
 	har: HarLog | None = field(default=None, repr=False)
 	cast: Screencast | None = field(default=None, repr=False)
-	waiting: list[dict[str, Any]] = field(default_factory=list, repr=False)  # entries waiting for a screencast frame
-	writes: set[asyncio.Task[None]] = field(default_factory=set, repr=False)  # screenshots being written
+	writes: set[asyncio.Task[None]] = field(default_factory=set, repr=False)  # page-changing calls being completed
 	replaced: dict[str, int] = field(default_factory=dict, repr=False)  # bytes of the files rewritten whole (HAR …)
 	video_bytes: int = 0
 
@@ -211,11 +210,6 @@ class Recording:
 
 	async def settle(self) -> None:
 		"""Wait (bounded) for the screenshots of the last calls to be taken and written."""
-		if self.waiting:  # the frame after the call, if the screencast sends one soon
-			deadline = time.monotonic() + SHOT_WAIT
-			while self.waiting and time.monotonic() < deadline:
-				await asyncio.sleep(0.02)
-			self._flush()
 		task = self.pending
 		if task is not None and not task.done():
 			await asyncio.wait({task}, timeout=2 * STEP_BOUND)
@@ -252,9 +246,10 @@ class Recording:
 		error: str | None,
 		seen: dict[str, Any],
 	) -> None:
-		"""Write one call's entry once it ended; after a page-changing call its screenshot is the
-		screencast's next frame (or, within SHOT_WAIT, the latest one): the reply never waits for it,
-		and the entry is written with it. Never raises."""
+		"""Write one call's entry once it ended. After a page-changing call, the page after it (one
+		``Runtime.evaluate``) and its screenshot (the screencast's first frame painted after the call;
+		within SHOT_WAIT, else the latest one) are read in the background: the reply never waits for
+		them, and the entry is written with them. Never raises."""
 		if not self.tracing:
 			if self.cast is not None and not read_only and error != 'cancelled':
 				await self.cast.follow(state)  # a new tab may have the focus now
@@ -273,6 +268,9 @@ class Recording:
 				'result': None,
 				'result_truncated': False,
 				**seen,
+				'url_after': None,
+				'title_after': None,
+				'screenshot': None,
 			}
 			text = getattr(result, 'text', result if isinstance(result, str) else None)
 			if isinstance(text, str):
@@ -280,46 +278,44 @@ class Recording:
 				entry['result_truncated'] = len(text) > RESULT_LIMIT
 			cancelled = error == 'cancelled'
 			if read_only:  # it did not change the page: after is before
-				url, title = seen.get('url_before'), seen.get('title_before')
+				entry['url_after'], entry['title_after'] = seen.get('url_before'), seen.get('title_before')
+				self.line(entry)
+				return
+			if cancelled:
+				self.line(entry)
+				return
+			shoot = tool in PAGE_CHANGING and self.truncated is None
+			cast = self.cast
+			if shoot and cast is not None and await cast.follow(state):
+				frame: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+				cast.next_frame(lambda f: frame.done() or frame.set_result(f))
+				task = asyncio.create_task(self._complete(state, entry, frame), name=f'recorder-after-{seq}')
+				self.writes.add(task)
+				task.add_done_callback(self.writes.discard)
+			elif shoot:  # no screencast: a capture, in the background (the next page-changing call waits for it)
+				self.pending = asyncio.create_task(self._shoot(state, entry), name=f'recorder-shot-{seq}')
 			else:
-				url, title = (None, None) if cancelled else await _page(state)
-			entry['url_after'], entry['title_after'] = redact(url), title
-			entry['screenshot'] = None
-			if tool in PAGE_CHANGING and not cancelled and self.truncated is None:
-				cast = self.cast
-				if cast is not None and await cast.follow(state):
-					self.waiting.append(entry)
-					cast.next_frame(lambda frame, e=entry: self._shot_from(e, frame))
-					asyncio.get_running_loop().call_later(SHOT_WAIT, self._flush, entry)
-				else:  # no screencast: a capture, in the background
-					self.pending = asyncio.create_task(self._shoot(state, entry), name=f'recorder-shot-{seq}')
-			else:
+				url, title = await _page(state)
+				entry['url_after'], entry['title_after'] = redact(url), title
 				self.line(entry)
 		except Exception as exc:  # the recorder never breaks a call
 			logger.warning('could not record %s: %s', tool, exc)
 
-	def _flush(self, only: dict[str, Any] | None = None) -> None:
-		"""Entries still waiting for a frame get the latest one (the page as it is still shown)."""
-		frame = self.cast.frame if self.cast is not None else None
-		for entry in [e for e in self.waiting if only is None or e is only]:
-			self._shot_from(entry, frame)
-
-	def _shot_from(self, entry: dict[str, Any], frame: str | None) -> None:
-		if not any(e is entry for e in self.waiting):
-			return  # already written
-		self.waiting = [e for e in self.waiting if e is not entry]
-		task = asyncio.get_running_loop().create_task(self._keep_frame(entry, frame), name=f'recorder-frame-{entry["seq"]}')
-		self.writes.add(task)
-		task.add_done_callback(self.writes.discard)
-
-	async def _keep_frame(self, entry: dict[str, Any], frame: str | None) -> None:
+	async def _complete(self, state: Any, entry: dict[str, Any], frame: asyncio.Future[str]) -> None:
+		"""A page-changing call's page after it and its frame, then its entry."""
 		try:
-			if frame is not None:
+			url, title = await _page(state)
+			entry['url_after'], entry['title_after'] = redact(url), title
+			try:
+				data = await asyncio.wait_for(asyncio.shield(frame), SHOT_WAIT)
+			except TimeoutError:  # no repaint: the page looks as the latest frame shows it
+				data = self.cast.frame if self.cast is not None else None
+			if data is not None:
 				name = f'shot-{entry["seq"]:05d}.jpg'
-				if await asyncio.to_thread(self._write_frame, frame, name):
+				if await asyncio.to_thread(self._write_frame, data, name):
 					entry['screenshot'] = name
 		except Exception as exc:
-			logger.warning('could not record the screenshot after %s: %s', entry.get('tool'), exc)
+			logger.warning('could not record the page after %s: %s', entry.get('tool'), exc)
 		finally:
 			self.line(entry)
 
@@ -328,6 +324,8 @@ class Recording:
 
 	async def _shoot(self, state: Any, entry: dict[str, Any]) -> None:
 		try:
+			url, title = await _page(state)
+			entry['url_after'], entry['title_after'] = redact(url), title
 			data = await _shot(state)
 			if data is not None:
 				name = f'shot-{entry["seq"]:05d}.jpg'
