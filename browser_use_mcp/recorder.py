@@ -246,10 +246,11 @@ class Recording:
 		error: str | None,
 		seen: dict[str, Any],
 	) -> None:
-		"""Write one call's entry once it ended. After a page-changing call, the page after it (one
-		``Runtime.evaluate``) and its screenshot (the screencast's first frame painted after the call;
-		within SHOT_WAIT, else the latest one) are read in the background: the reply never waits for
-		them, and the entry is written with them. Never raises."""
+		"""Write one call's entry once it ended. After a call that may change the page, the page after
+		it is read at once (one ``Runtime.evaluate``: read later, it could show the next call's doing);
+		after a page-changing call its screenshot (the screencast's first frame painted after the call;
+		within SHOT_WAIT, else the latest one) is taken in the background: the reply never waits for
+		it, and the entry is written with it. Never raises."""
 		if not self.tracing:
 			if self.cast is not None and not read_only and error != 'cancelled':
 				await self.cast.follow(state)  # a new tab may have the focus now
@@ -284,28 +285,26 @@ class Recording:
 			if cancelled:
 				self.line(entry)
 				return
+			url, title = await _page(state)
+			entry['url_after'], entry['title_after'] = redact(url), title
 			shoot = tool in PAGE_CHANGING and self.truncated is None
 			cast = self.cast
 			if shoot and cast is not None and await cast.follow(state):
 				frame: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 				cast.next_frame(lambda f: frame.done() or frame.set_result(f))
-				task = asyncio.create_task(self._complete(state, entry, frame), name=f'recorder-after-{seq}')
+				task = asyncio.create_task(self._complete(entry, frame), name=f'recorder-shot-{seq}')
 				self.writes.add(task)
 				task.add_done_callback(self.writes.discard)
 			elif shoot:  # no screencast: a capture, in the background (the next page-changing call waits for it)
 				self.pending = asyncio.create_task(self._shoot(state, entry), name=f'recorder-shot-{seq}')
 			else:
-				url, title = await _page(state)
-				entry['url_after'], entry['title_after'] = redact(url), title
 				self.line(entry)
 		except Exception as exc:  # the recorder never breaks a call
 			logger.warning('could not record %s: %s', tool, exc)
 
-	async def _complete(self, state: Any, entry: dict[str, Any], frame: asyncio.Future[str]) -> None:
-		"""A page-changing call's page after it and its frame, then its entry."""
+	async def _complete(self, entry: dict[str, Any], frame: asyncio.Future[str]) -> None:
+		"""A page-changing call's frame, then its entry."""
 		try:
-			url, title = await _page(state)
-			entry['url_after'], entry['title_after'] = redact(url), title
 			try:
 				data = await asyncio.wait_for(asyncio.shield(frame), SHOT_WAIT)
 			except TimeoutError:  # no repaint: the page looks as the latest frame shows it
@@ -315,7 +314,7 @@ class Recording:
 				if await asyncio.to_thread(self._write_frame, data, name):
 					entry['screenshot'] = name
 		except Exception as exc:
-			logger.warning('could not record the page after %s: %s', entry.get('tool'), exc)
+			logger.warning('could not record the screenshot after %s: %s', entry.get('tool'), exc)
 		finally:
 			self.line(entry)
 
@@ -324,8 +323,6 @@ class Recording:
 
 	async def _shoot(self, state: Any, entry: dict[str, Any]) -> None:
 		try:
-			url, title = await _page(state)
-			entry['url_after'], entry['title_after'] = redact(url), title
 			data = await _shot(state)
 			if data is not None:
 				name = f'shot-{entry["seq"]:05d}.jpg'
