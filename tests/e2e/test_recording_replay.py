@@ -18,8 +18,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.e2e.test_dashboard import SHOTS, Person
 from tests.e2e.test_http import HttpServer, connect, free_port, stop
-from tests.support import REPO, server_env, wait_until
+from tests.support import REPO, server_env, user_chromium, wait_until
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta')}
 EVIL = '<img src=x onerror=alert(1)>'  # a page-controlled string: logged to the console, in a URL
@@ -117,3 +118,30 @@ async def test_cards_link_replay_rows_video_and_zip(server: HttpServer, site: st
 		metrics = await http.get(f'http://127.0.0.1:{server.port}/metrics', headers=mine)
 		assert gauge(metrics.text, 'browser_use_mcp_recordings') >= 1
 		assert gauge(metrics.text, 'browser_use_mcp_recordings_disk_bytes') > disk_before + len(video.content) / 2
+
+
+async def test_replay_renders_in_a_real_browser(server: HttpServer, site: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+	"""A person signs in, follows the card's link to the replay of a closed session: the video plays
+	(its metadata loads), the tables are there, the console text stayed text."""
+	async with connect(server, TOKENS['alpha']) as alpha:
+		await alpha.ok('browser_create_session', session_id='watched', record=['trace', 'har', 'video'])
+		await alpha.ok('browser_navigate', url=f'{site}/console?tag={EVIL}', session_id='watched')
+		await alpha.ok('browser_navigate', url=f'{site}/two', session_id='watched')
+		await alpha.ok('browser_close_session', session_id='watched')
+	with user_chromium(tmp_path_factory.mktemp('replay-person') / 'profile', '--window-size=1280,1000') as (url, _proc):
+		async with Person.open(url) as person:
+			await person.sign_in(f'http://127.0.0.1:{server.port}/dashboard', TOKENS['alpha'])
+			link = "[...document.querySelectorAll('#recorded-list a')].find(a => a.textContent === 'watched')"
+			await person.wait(f'{link} !== undefined')
+			# the open session's card links its replay ('plain' of the test before is not recorded)
+			await person.wait("document.querySelectorAll('#cards > li').length > 0")
+			assert await person.js("[...document.querySelectorAll('#cards a.replay')].every(a => a.hidden)")
+			await person.go(await person.js(f'{link}.href'))
+			assert await person.js('location.pathname') == '/dashboard/recordings/watched'
+			await person.wait("document.querySelector('video').readyState >= 1")  # the WebM's metadata loaded
+			assert await person.js("document.querySelector('video').videoWidth") > 0
+			assert await person.js("document.querySelectorAll('table.rows tbody tr').length") >= 3
+			assert await person.js("document.querySelector('img[src=x]') === null"), 'console text became markup'
+			assert await person.js("[...document.querySelectorAll('td')].some(td => td.textContent.includes('onerror'))")
+			assert await person.js("[...document.querySelectorAll('.timeline img')].every(i => i.complete && i.naturalWidth > 0)")
+			await person.screenshot(SHOTS / 'replay.png' if SHOTS else tmp_path_factory.mktemp('replay-shot') / 'replay.png')

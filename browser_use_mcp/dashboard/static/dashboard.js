@@ -106,6 +106,8 @@
 		img.alt = '';
 		thumb.append(img);
 		const meta = el('dl', 'meta');
+		const replay = el('a', 'replay', 'Replay recording'); // shown when the session is recorded
+		replay.hidden = true;
 		const parts = {
 			li, name, badges, thumb, img, replay,
 			url: row(meta, 'URL'), title: row(meta, 'Title'), tabs: row(meta, 'Tabs'),
@@ -121,8 +123,6 @@
 		open.type = 'button';
 		const close = el('button', 'danger', 'Close session');
 		close.type = 'button';
-		const replay = el('a', 'replay', 'Replay recording');
-		replay.hidden = true;
 		actions.append(open, replay, close);
 		li.append(head, thumb, meta, calls, actions);
 		thumb.addEventListener('click', () => openViewer(sid, thumb));
