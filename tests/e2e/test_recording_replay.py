@@ -128,14 +128,18 @@ async def test_replay_renders_in_a_real_browser(server: HttpServer, site: str, t
 		await alpha.ok('browser_navigate', url=f'{site}/console?tag={EVIL}', session_id='watched')
 		await alpha.ok('browser_navigate', url=f'{site}/two', session_id='watched')
 		await alpha.ok('browser_close_session', session_id='watched')
+		await alpha.ok('browser_create_session', session_id='live-recorded', record='trace')
+		await alpha.ok('browser_create_session', session_id='live-plain')
 	with user_chromium(tmp_path_factory.mktemp('replay-person') / 'profile', '--window-size=1280,1000') as (url, _proc):
 		async with Person.open(url) as person:
 			await person.sign_in(f'http://127.0.0.1:{server.port}/dashboard', TOKENS['alpha'])
 			link = "[...document.querySelectorAll('#recorded-list a')].find(a => a.textContent === 'watched')"
 			await person.wait(f'{link} !== undefined')
-			# the open session's card links its replay ('plain' of the test before is not recorded)
-			await person.wait("document.querySelectorAll('#cards > li').length > 0")
-			assert await person.js("[...document.querySelectorAll('#cards a.replay')].every(a => a.hidden)")
+			# an open session's card links its replay when it is recorded
+			card = "document.querySelector('#cards > li[data-sid={}] a.replay')"
+			await person.wait(f'{card.format("live-recorded")} && !{card.format("live-recorded")}.hidden')
+			assert await person.js(f'{card.format("live-recorded")}.pathname') == '/dashboard/recordings/live-recorded'
+			assert await person.js(f'{card.format("live-plain")}.hidden')
 			await person.go(await person.js(f'{link}.href'))
 			assert await person.js('location.pathname') == '/dashboard/recordings/watched'
 			await person.wait("document.querySelector('video').readyState >= 1")  # the WebM's metadata loaded
