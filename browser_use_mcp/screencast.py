@@ -239,7 +239,7 @@ class Screencast:
 	def _video_ended(self) -> None:
 		"""ffmpeg exited: its size cap (-fs) reached, or the disk full."""
 		if self.video_error is None:
-			self.video_error = 'video size cap reached or ffmpeg stopped'
+			self.video_error = 'ffmpeg stopped early (its size cap, or the disk full)'
 		proc, self.proc = self.proc, None
 		if proc is not None and proc.stdin is not None:
 			proc.stdin.close()
@@ -267,6 +267,13 @@ class Screencast:
 				self.video_error = self.video_error or f'ffmpeg did not finish within {CLOSE_BOUND:g} s'
 			if proc.returncode not in (0, None) and self.video_error is None:
 				self.video_error = f'ffmpeg exited with {proc.returncode}'
+		if self.video is not None and self.video_cap:
+			try:
+				size = (await asyncio.to_thread(self.video.stat)).st_size
+			except OSError:
+				size = 0
+			if size >= self.video_cap * 0.9:  # ffmpeg's -fs ended the file early (it exits 0 then)
+				self.video_error = f'video stopped at its size cap of {self.video_cap} bytes (half the recording size cap)'
 		for task in list(self._tasks):
 			task.cancel()
 
