@@ -220,16 +220,17 @@ class HarLog:
 
 	# -- the HAR --
 
-	def build(self) -> dict[str, Any]:
-		"""The HAR 1.2 log of what was seen so far (requests still open are listed as they are)."""
-		entries = [self._har(e) for e in list(self.entries.values())]
+	def build(self, entries: list[_Entry] | None = None) -> dict[str, Any]:
+		"""The HAR 1.2 log of what was seen so far (requests still open are listed as they are).
+		``entries``: a list taken on the event loop, to build it in a thread."""
+		rows = [self._har(e) for e in (list(self.entries.values()) if entries is None else entries)]
 		comment = f'{self.dropped} older requests not kept (at most {self.entry_cap})' if self.dropped else ''
 		return {
 			'log': {
 				'version': '1.2',
 				'creator': {'name': 'browser-use-mcp', 'version': __version__},
 				'pages': [],
-				'entries': entries,
+				'entries': rows,
 				**({'comment': comment} if comment else {}),
 			}
 		}

@@ -351,8 +351,8 @@ class Recording:
 		try:
 			if self.har is not None:
 				await self.har.settle()
-				log = self.har.build()
-				data = await asyncio.to_thread(lambda: json.dumps(log, ensure_ascii=False).encode())
+				har, entries = self.har, list(self.har.entries.values())  # taken on the loop; built in a thread
+				data = await asyncio.to_thread(lambda: json.dumps(har.build(entries), ensure_ascii=False).encode())
 				await asyncio.to_thread(self._replace, HAR_FILE, data)
 			if state is not None:
 				from browser_use_mcp.tools import debug
