@@ -208,10 +208,11 @@ class Screencast:
 					stdin=asyncio.subprocess.PIPE,
 					stdout=asyncio.subprocess.DEVNULL,
 					stderr=log,
-					preexec_fn=_lower_priority,
 				)
 			finally:
 				log.close()
+			with contextlib.suppress(OSError):  # yield the CPU to the browsers and the server (no preexec_fn: threads)
+				os.setpriority(os.PRIO_PROCESS, self.proc.pid, 10)
 		except (Exception, TimeoutError) as exc:
 			self.video_error = f'could not start ffmpeg: {str(exc)[:200] or type(exc).__name__}'
 			logger.warning('video not recorded: %s', self.video_error)
@@ -276,9 +277,3 @@ class Screencast:
 				self.video_error = f'video stopped at its size cap of {self.video_cap} bytes (half the recording size cap)'
 		for task in list(self._tasks):
 			task.cancel()
-
-
-def _lower_priority() -> None:
-	"""In the ffmpeg child: yield the CPU to the browsers and the server."""
-	with contextlib.suppress(OSError):
-		os.nice(10)
