@@ -138,3 +138,34 @@ async def test_video_decodes_with_frames(mcp: Mcp, site: str) -> None:
 	shots = [c['screenshot'] for c in rec['calls'] if c['tool'] == 'browser_navigate']
 	assert shots and all(s and Path(s).is_file() for s in shots)
 	assert all(Path(s).read_bytes()[:2] == b'\xff\xd8' for s in shots)  # JPEG
+
+
+async def test_the_cast_follows_tabs_and_survives_a_closed_one(mcp: Mcp, site: str) -> None:
+	"""A popup, a switch to it and back, the popup closed: every page-changing call still gets its
+	frame (of the tab focused then), the session goes on, the video decodes."""
+	sid = {'session_id': 'video-tabs'}
+	await mcp.ok('browser_create_session', record=['trace', 'video', 'har'], **sid)
+	await mcp.ok('browser_navigate', url=f'{site}/popup', **sid)
+	state = await mcp.page_state('video-tabs')
+	(link,) = [e for e in state['interactive_elements'] if e.get('href', '').endswith('/two')]
+	await mcp.ok('browser_click', index=link['index'], **sid)
+	tabs = (await mcp.ok('browser_list_tabs', **sid)).structured['tabs']
+	assert len(tabs) == 2
+	ids = [t['tab_id'] for t in tabs]
+	await mcp.ok('browser_switch_tab', tab_id=ids[1], **sid)
+	await mcp.ok('browser_navigate', url=f'{site}/long', **sid)
+	await mcp.ok('browser_close_tab', tab_id=ids[1], **sid)
+	await mcp.ok('browser_navigate', url=f'{site}/two', **sid)
+	await mcp.ok('browser_close_session', **sid)
+	rec = (await mcp.ok('browser_get_recording', **sid)).structured
+	assert rec['video_note'] is None and rec['truncated'] is None
+	shots = {
+		c['seq']: c['screenshot'] for c in rec['calls'] if c['tool'] != 'browser_get_state' and c['tool'] != 'browser_list_tabs'
+	}
+	assert all(shots.values()), rec['calls']
+	last = rec['calls'][-1]
+	assert last['tool'] == 'browser_navigate' and last['url_after'] == f'{site}/two'
+	frames, _ = await asyncio.to_thread(imageio_ffmpeg.count_frames_and_secs, rec['video'])
+	assert frames > 0
+	urls = [e['request']['url'] for e in json.loads(Path(rec['har']).read_text(encoding='utf-8'))['log']['entries']]
+	assert f'{site}/long' in urls and f'{site}/popup' in urls  # both tabs' traffic
