@@ -174,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
 	s.add_argument(
 		'--record',
 		metavar='KINDS',
-		help=f'record every session: trace (each call, its page before and after, screenshots; docs/recording.md) '
+		help=f'record every session, comma-separated kinds: trace (each call, its page before and after, screenshots), '
+		f'har (a HAR 1.2 file of its traffic), video (a WebM of its focused tab); docs/recording.md '
 		f'(default: off; env {_env("record")})',
 	)
 	s.add_argument(

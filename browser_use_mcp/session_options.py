@@ -210,9 +210,10 @@ class SessionOptions(BaseModel):
 
 	record: Annotated[str | list[str], AfterValidator(_record)] | None = Field(
 		None,
-		description='Record this session (docs/recording.md): "trace" or ["trace"] keeps every call with its arguments '
-		'(secrets redacted), result, page before and after and a screenshot after page-changing calls; read it with '
-		'browser_get_recording. "har" and "video" are not supported yet.',
+		description='Record this session (docs/recording.md): a kind or a list of kinds. "trace" keeps every call with its '
+		'arguments (secrets redacted), result, page before and after and a screenshot after page-changing calls; "har" '
+		'a HAR 1.2 file of its traffic (bodies up to 512 KB); "video" a WebM video of its focused tab. Read them with '
+		'browser_get_recording.',
 	)
 
 	dialogs: Literal['accept', 'hold'] | None = Field(

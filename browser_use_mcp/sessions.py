@@ -54,7 +54,7 @@ from browser_use_mcp.errors import (
 from browser_use_mcp.pool import BrowserPool, Spare
 from browser_use_mcp.processes import reap_orphans
 from browser_use_mcp.providers import Browser, BrowserProvider
-from browser_use_mcp.recorder import Recordings
+from browser_use_mcp.recorder import Recordings, parse_kinds
 from browser_use_mcp.session_options import SessionOptions
 
 logger = logging.getLogger('browser_use_mcp.sessions')
@@ -994,7 +994,7 @@ class SessionRegistry:
 			if record is not None and state.persist:  # a delete meanwhile wins
 				await self._save_record(state, record)
 		if state.recording is not None:
-			await state.recording.close()
+			await state.recording.close(state)
 		graceful = not state.dirs.temporary
 		await state.browser.close(graceful=graceful)
 		await asyncio.to_thread(state.dirs.remove)
@@ -1149,7 +1149,13 @@ class SessionRegistry:
 			raise SessionClosed('The server is shutting down; no new sessions can be created.')
 		if self.config.record or (options is not None and options.record):
 			assert self.recordings is not None
-			state.recording = self.recordings.start(principal, session_id)
+			kinds = tuple(options.record) if options is not None and options.record else parse_kinds(list(self.config.record), '')
+			state.recording = self.recordings.start(principal, session_id, kinds)
+			if state.recording is None:
+				notes.append(
+					f'Note: this session is not recorded: its recording could not be made ({self.recordings.last_error}). '
+					'It works as usual; make the server state directory writable (--state-dir) to record sessions.'
+				)
 		self._sessions[state.key] = state
 		browser.on_death(lambda s=state: self._on_browser_death(s))
 		logger.info('session %r created (profile %s)', session_id, dirs.profile)
