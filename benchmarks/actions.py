@@ -12,10 +12,8 @@ import argparse
 import asyncio
 import base64
 import json
-import threading
 import time
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from benchmarks.common import Server, median_ms, server, table
@@ -50,13 +48,11 @@ async def timed(srv: Server, repeats: int, tool: str, arguments: Callable[[int],
 
 
 async def bench(repeats: int) -> dict[str, dict[str, float]]:
-	from tests.test_actions import _Pages
+	from tests.support import html_pages
+	from tests.test_actions import PAGES
 
-	pages = ThreadingHTTPServer(('127.0.0.1', 0), _Pages)
-	threading.Thread(target=pages.serve_forever, daemon=True).start()
-	site = f'http://127.0.0.1:{pages.server_address[1]}'
 	out: dict[str, dict[str, float]] = {}
-	try:
+	with html_pages(PAGES) as site:
 		for mode in ('browser', 'context'):
 			async with server('ours', '--isolation', mode, '--tools', 'all') as srv:
 				p50: dict[str, float] = {}
@@ -121,15 +117,18 @@ async def bench(repeats: int) -> dict[str, dict[str, float]]:
 						'browser_upload_file',
 						lambda s: lambda i: {'index': index_of(s, tag='input'), 'content_base64': PAYLOAD, 'name': 'bench.txt'},
 					),
+					(
+						'browser_save_pdf',
+						'/select',
+						'browser_save_pdf',
+						lambda s: lambda i: {'path': 'bench.pdf'},
+					),
 				]
 				await open_page(srv, f'{site}/select')  # the session's browser starts here
 				for label, path, name, make in runs:
 					state = await open_page(srv, f'{site}{path}')
 					p50[label] = await timed(srv, repeats, name, make(state))
 				out[mode] = p50
-	finally:
-		pages.shutdown()
-		pages.server_close()
 	return out
 
 

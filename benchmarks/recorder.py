@@ -1,24 +1,30 @@
 """What the flight recorder costs: ``.venv/bin/python -m benchmarks.recorder [--rounds N]``.
 
-One server (real MCP client over stdio, headless Chromium, pages on 127.0.0.1), two sessions in
-it: one recorded (``record: ["trace"]``), one not. Round after round, each session in turn runs
-the same steps (navigate home, get_state, click its button, navigate to another page), so both see
-the same machine load; p50 of navigate, click and get_state side by side, and the recorded one's
-overhead. The recorder's extra work per call: a URL/title read before and after, and after
-navigate and click a screenshot of the page (640 px wide JPEG, quality 60) written to disk.
-Prints a markdown table; measurements, never pass/fail.
+One server (real MCP client over stdio, headless Chromium, pages on 127.0.0.1), four sessions in
+it, each its own Chromium: one not recorded, one per kind (``trace``, ``har``, ``video``). Round
+after round, each session in turn runs the same steps (navigate home, get_state, click its
+button, navigate to another page), the order rotating, so all see the same machine load; p50 of
+navigate, click and get_state side by side, each kind's overhead, and the PSS of each session's
+Chromium (its whole process tree; for ``video`` plus its ffmpeg) after the rounds. The recorder's
+extra work per call: trace, a URL/title read before and after and the screencast's frame after
+navigate and click written to disk; har, the Network events kept and bodies fetched in the
+background; video, the screencast's frames piped to ffmpeg. Prints markdown tables; measurements,
+never pass/fail.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 from typing import Any
 
-from benchmarks.common import Server, median_ms, server, table
+import psutil
 
-SESSIONS = {'off': {}, 'trace': {'record': ['trace']}}
+from benchmarks.common import Memory, Server, mb, median_ms, memory_of, server, table
+
+SESSIONS = {'off': {}, 'trace': {'record': ['trace']}, 'har': {'record': ['har']}, 'video': {'record': ['video']}}
 
 
 async def one_round(srv: Server, sid: str, site: str, out: dict[str, list[float]], think: float = 0.0) -> None:
@@ -38,31 +44,70 @@ async def one_round(srv: Server, sid: str, site: str, out: dict[str, list[float]
 	await asyncio.sleep(think)
 
 
-async def bench(rounds: int, think: float) -> dict[str, dict[str, float]]:
+def _roots(srv: Server) -> set[int]:
+	"""PIDs of the main Chromium processes of this server (one per session here)."""
+	roots = set()
+	for proc in srv.tree()[1:]:
+		with contextlib.suppress(psutil.Error):
+			if 'chrom' in proc.name().lower() and not any(a.startswith('--type=') for a in proc.cmdline()):
+				roots.add(proc.pid)
+	return roots
+
+
+def _session_memory(root: int, with_ffmpeg: bool, srv: Server) -> Memory:
+	procs: list[psutil.Process] = []
+	with contextlib.suppress(psutil.Error):
+		top = psutil.Process(root)
+		procs = [top, *top.children(recursive=True)]
+	if with_ffmpeg:
+		procs += [p for p in srv.tree()[1:] if 'ffmpeg' in p.name().lower()]
+	return memory_of(procs)
+
+
+async def bench(rounds: int, think: float) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
 	from tests.pages import PageServer
 
 	times: dict[str, dict[str, list[float]]] = {k: {'navigate': [], 'click': [], 'get_state': []} for k in SESSIONS}
+	chromium: dict[str, int] = {}
+	pss: dict[str, float] = {}
 	with PageServer() as pages:
-		async with server('ours') as srv:
+		async with server('ours', '--isolation', 'browser') as srv:  # a Chromium per session: its PSS is its own
 			for label, options in SESSIONS.items():
+				before = _roots(srv)
 				await srv.ok('browser_create_session', session_id=f'bench-{label}', **options)
 				await one_round(srv, f'bench-{label}', pages.url, {k: [] for k in times[label]})  # warm-up
+				new = _roots(srv) - before
+				if len(new) == 1:
+					chromium[label] = new.pop()
+			labels = list(SESSIONS)
 			for i in range(rounds):
-				order = list(SESSIONS) if i % 2 == 0 else list(reversed(SESSIONS))  # neither always goes first
+				order = labels[i % len(labels) :] + labels[: i % len(labels)]  # none always goes first
 				for label in order:
 					await one_round(srv, f'bench-{label}', pages.url, times[label], think)
-	return {label: {k: median_ms(v) for k, v in t.items()} for label, t in times.items()}
+			for label, root in chromium.items():
+				pss[label] = mb(_session_memory(root, label == 'video', srv).pss)
+	return {label: {k: median_ms(v) for k, v in t.items()} for label, t in times.items()}, pss
 
 
-def show(r: dict[str, dict[str, float]], think: float) -> str:
+def show(result: tuple[dict[str, dict[str, float]], dict[str, float]], think: float) -> str:
+	r, pss = result
+	kinds = [k for k in SESSIONS if k != 'off']
 	rows: list[list[Any]] = []
 	for step in ('navigate', 'click', 'get_state'):
-		off, on = r['off'][step], r['trace'][step]
-		rows.append([step, off, on, f'{(on - off) / off * 100:+.1f} %' if off else '-'])
+		off = r['off'][step]
+		row: list[Any] = [step, off]
+		for kind in kinds:
+			on = r[kind][step]
+			row += [on, f'{(on - off) / off * 100:+.1f} %' if off else '-']
+		rows.append(row)
+	row = ['PSS per session, MB', pss.get('off', '-')]
+	for kind in kinds:
+		on, off = pss.get(kind), pss.get('off')
+		row += [on if on is not None else '-', f'{(on - off) / off * 100:+.1f} %' if on and off else '-']
+	rows.append(row)
 	pause = f'{think * 1000:.0f} ms between calls' if think else 'calls back to back'
-	return table(
-		f'Flight recorder: p50 per call, recording off vs trace ({pause})', ['call', 'off ms', 'trace ms', 'overhead'], rows
-	)
+	header = ['call', 'off ms'] + [h for k in kinds for h in (f'{k} ms', f'{k} overhead')]
+	return table(f'Flight recorder: p50 per call, recording off vs each kind ({pause})', header, rows)
 
 
 def main() -> None:

@@ -52,6 +52,7 @@ DEADLINES = {
 	'browser_get_state': 60.0,
 	'browser_get_html': 60.0,
 	'browser_screenshot': 45.0,
+	'browser_save_pdf': 90.0,  # the browser gets 60 s to print, then the file is read
 	'browser_evaluate': 25.0,  # its expression gets 15 s
 	'browser_extract_content': 240.0,  # an LLM answers
 	'retry_with_browser_use_agent': 3600.0,  # up to max_steps agent steps; cancel it to stop sooner
@@ -62,6 +63,9 @@ AFTER_A_CRASH = frozenset({'browser_navigate', 'browser_list_tabs', 'browser_swi
 STOP_GRACE = 2.0  # s a call past its deadline gets to unwind before it is answered anyway
 UNWIND_BOUND = 15.0  # s a cancelled call's handler gets to unwind (an agent's 3 s stop grace, then its interrupt)
 DIALOG_GRACE = 0.3  # s a call gets to end by itself once the page opened a dialog (--dialogs hold)
+# s a call gets while a dialog is held in another tab: Chromium pauses every page of the renderer process
+# that shows a dialog: a popup and its opener, other tabs of the session when they share that process
+OTHER_TAB_DIALOG_BOUND = 10.0
 DEADLINE_SCALE_ENV = 'BROWSER_USE_MCP_DEADLINE_SCALE'
 
 
@@ -173,6 +177,8 @@ class Catalog:
 					await recording.after(
 						state, name, tool.hints.read_only, args, record.started, record.duration or 0.0, result, error, seen
 					)
+				if not tool.hints.read_only:  # a durable session's record follows its page (saved within seconds)
+					self.sessions.page_changed(state)
 
 		async def waiting(state: SessionState) -> None:
 			await call.report_progress(0, None, HELD_BY_PERSON)
@@ -219,22 +225,33 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any, *, s
 			f'the session on {now_on}.'
 		)
 	state.crash_signal.clear()
+	loop = asyncio.get_running_loop()
+	end = loop.time() + limit
+	elsewhere = False  # a dialog is held in another tab: this call is bounded by OTHER_TAB_DIALOG_BOUND
 	if held is not None:  # one already open blocks its page: what waits on the page ends as if it opened now
-		if held.pending:
+		if held.blocks(state.browser_session.agent_focus_target_id):
 			held.opened.set()
-		else:
+		else:  # none, or only in other tabs (answered with browser_handle_dialog{tab_id}): this tab works
 			held.opened.clear()
+			if held.pending:
+				elsewhere, end = True, min(end, loop.time() + OTHER_TAB_DIALOG_BOUND)
 	work = asyncio.ensure_future(body(state))
 	crash = asyncio.ensure_future(state.crash_signal.wait())
-	opened = asyncio.ensure_future(held.opened.wait()) if held is not None else asyncio.get_running_loop().create_future()
+	opened = asyncio.ensure_future(held.opened.wait()) if held is not None else loop.create_future()
 	try:
-		loop = asyncio.get_running_loop()
-		end = loop.time() + limit
 		while not work.done():
 			crash_seen = False
 			await asyncio.wait({work, crash, opened}, timeout=max(0.0, end - loop.time()), return_when=asyncio.FIRST_COMPLETED)
 			if not work.done() and opened.done():  # a dialog opened: what opened it may wait for its answer
 				await asyncio.wait({work}, timeout=DIALOG_GRACE)
+				if not work.done() and held is not None and not held.blocks(state.browser_session.agent_focus_target_id):
+					# only in other tabs (a timer's alert there, or this call moved to a new tab): go on here,
+					# for a while: a tab that shares the dialog's renderer process is paused with it
+					held.opened.clear()
+					opened = asyncio.ensure_future(held.opened.wait())
+					if not elsewhere:
+						elsewhere, end = True, min(end, loop.time() + OTHER_TAB_DIALOG_BOUND)
+					continue
 				if not work.done():
 					work.cancel()
 					await asyncio.wait({work}, timeout=STOP_GRACE)
@@ -251,6 +268,8 @@ async def _bounded(name: str, limit: float, state: SessionState, body: Any, *, s
 				continue
 			work.cancel()
 			await asyncio.wait({work}, timeout=STOP_GRACE)
+			if elsewhere and held is not None and held.pending and not crash_seen:
+				return dialogs.stopped_reply(name, held, structured, elsewhere=True)
 			if crash_seen or await focused_tab_crashed(state):
 				raise tab_crashed_error(name, await replace_crashed_tab(state), before=False)
 			url = 'its page'

@@ -58,6 +58,40 @@ def build_parser() -> argparse.ArgumentParser:
 		help='HTTP bearer tokens, one a line (# comments); re-read on SIGHUP and when the file changes: a removed '
 		f"token's sessions are closed (env {_env('auth_token_file')})",
 	)
+	a = parser.add_argument_group('OAuth 2.1 resource server (docs/http.md#oauth)')
+	a.add_argument(
+		'--auth',
+		choices=('token', 'oauth'),
+		help='HTTP authentication: static bearer tokens (--auth-token, --auth-token-file) or JWT access tokens of an '
+		f'OAuth/OpenID issuer (default token; env {_env("auth")})',
+	)
+	a.add_argument(
+		'--issuer',
+		metavar='URL',
+		help=f'--auth oauth: the issuer whose tokens are accepted; its metadata names its keys (env {_env("oauth_issuer")})',
+	)
+	a.add_argument(
+		'--audience',
+		metavar='AUD',
+		help=f'--auth oauth: the "aud" every token must carry, usually this server\'s URL (env {_env("oauth_audience")})',
+	)
+	a.add_argument(
+		'--required-scopes',
+		metavar='SCOPES',
+		help='--auth oauth: scopes every token must grant, comma- or space-separated; a token without them gets 403 '
+		f'(env {_env("oauth_required_scopes")})',
+	)
+	a.add_argument(
+		'--principal-claim',
+		metavar='CLAIM',
+		help=f'--auth oauth: the claim that names the principal (default sub; env {_env("oauth_principal_claim")})',
+	)
+	a.add_argument(
+		'--resource-url',
+		metavar='URL',
+		help='--auth oauth: the public URL of /mcp, as the protected-resource metadata names it (default: from the '
+		f"request's Host; env {_env('oauth_resource_url')})",
+	)
 	g.add_argument(
 		'--allow-unauthenticated',
 		action='store_true',
@@ -154,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
 	s.add_argument(
 		'--record',
 		metavar='KINDS',
-		help=f'record every session: trace (each call, its page before and after, screenshots; docs/recording.md) '
+		help=f'record every session, comma-separated kinds: trace (each call, its page before and after, screenshots), '
+		f'har (a HAR 1.2 file of its traffic), video (a WebM of its focused tab); docs/recording.md '
 		f'(default: off; env {_env("record")})',
 	)
 	s.add_argument(
@@ -292,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 	from pathlib import Path
 
+	from browser_use_mcp.config import scope_list
+
 	values = {
 		'transport': ns.transport,
 		'host': ns.host,
@@ -299,6 +336,12 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'auth_tokens': tuple(ns.auth_tokens) if ns.auth_tokens else None,
 		'auth_token_file': Path(ns.auth_token_file).expanduser() if ns.auth_token_file else None,
 		'allow_unauthenticated': ns.allow_unauthenticated,
+		'auth': ns.auth,
+		'oauth_issuer': ns.issuer,
+		'oauth_audience': ns.audience,
+		'oauth_required_scopes': scope_list(ns.required_scopes) if ns.required_scopes is not None else None,
+		'oauth_principal_claim': ns.principal_claim,
+		'oauth_resource_url': ns.resource_url,
 		'dashboard_port': ns.dashboard_port,
 		'takeover_timeout': ns.takeover_timeout,
 		'header_timeout': ns.header_timeout,

@@ -58,6 +58,14 @@ class ServerConfig:
 	auth_token_file: Path | None = None  # HTTP: more tokens, one a line; re-read on SIGHUP and when it changes
 	token_file_poll: float = 1.0  # s between looks at the token file's mtime; 0 = only on SIGHUP
 	allow_unauthenticated: bool = False
+	# HTTP: 'token' (static bearer tokens, above) or 'oauth' (JWT access tokens of an issuer; docs/http.md#oauth)
+	auth: str = 'token'
+	oauth_issuer: str | None = None  # the identity provider whose JWTs are accepted (its metadata names its JWKS)
+	oauth_audience: str | None = None  # the 'aud' a token must carry
+	oauth_required_scopes: tuple[str, ...] = ()  # scopes every token must grant ('scope' or 'scp'); else 403
+	oauth_principal_claim: str = 'sub'  # the claim that names the principal
+	oauth_resource_url: str | None = None  # the public URL of /mcp, for the protected-resource metadata; None: from Host
+	oauth_jwks_min_refresh: float = 10.0  # s between two key fetches triggered by tokens with unknown key ids
 	dashboard_port: int = 0  # stdio: serve the dashboard on 127.0.0.1 at this port; 0 = off (HTTP: always at /dashboard)
 	takeover_timeout: float = 120.0  # s without input after which a dashboard takeover ends by itself
 	metrics_public: bool = False  # /healthz, /readyz, /metrics without a token even off loopback
@@ -171,6 +179,11 @@ def parse_json_object(v: str) -> dict[str, Any]:
 	return value
 
 
+def scope_list(v: str) -> tuple[str, ...]:
+	"""Scope names separated by commas and/or spaces."""
+	return tuple(dict.fromkeys(s for s in v.replace(',', ' ').split() if s))
+
+
 def _tokens(v: str) -> tuple[str, ...]:
 	return tuple(t.strip() for t in v.split(',') if t.strip())
 
@@ -183,6 +196,13 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'auth_token_file': (f'{ENV_PREFIX}AUTH_TOKEN_FILE', lambda v: Path(v).expanduser()),
 	'token_file_poll': (f'{ENV_PREFIX}TOKEN_FILE_POLL', _float),
 	'allow_unauthenticated': (f'{ENV_PREFIX}ALLOW_UNAUTHENTICATED', _truthy),
+	'auth': (f'{ENV_PREFIX}AUTH', str),
+	'oauth_issuer': (f'{ENV_PREFIX}OAUTH_ISSUER', str),
+	'oauth_audience': (f'{ENV_PREFIX}OAUTH_AUDIENCE', str),
+	'oauth_required_scopes': (f'{ENV_PREFIX}OAUTH_REQUIRED_SCOPES', scope_list),
+	'oauth_principal_claim': (f'{ENV_PREFIX}OAUTH_PRINCIPAL_CLAIM', str),
+	'oauth_resource_url': (f'{ENV_PREFIX}OAUTH_RESOURCE_URL', str),
+	'oauth_jwks_min_refresh': (f'{ENV_PREFIX}OAUTH_JWKS_MIN_REFRESH', _float),
 	'dashboard_port': (f'{ENV_PREFIX}DASHBOARD_PORT', _int),
 	'takeover_timeout': (f'{ENV_PREFIX}TAKEOVER_TIMEOUT', _float),
 	'metrics_public': (f'{ENV_PREFIX}METRICS_PUBLIC', _truthy),
@@ -390,6 +410,28 @@ def validate(config: ServerConfig) -> None:
 		problems.append(f'dashboard port {config.dashboard_port} is out of range (0 turns the dashboard off)')
 	if config.takeover_timeout <= 0:
 		problems.append('takeover timeout must be > 0 seconds')
+	if config.auth not in ('token', 'oauth'):
+		problems.append(f'auth must be token or oauth, not {config.auth!r}')
+	elif config.auth == 'oauth':
+		from browser_use_mcp.oauth import settings_problems
+
+		if config.transport != 'http':
+			problems.append('--auth oauth needs --transport http (stdio has no bearer tokens)')
+		if config.auth_tokens or config.auth_token_file is not None:
+			problems.append(
+				'--auth oauth and static tokens (--auth-token, --auth-token-file) cannot be used together: choose one mode'
+			)
+		problems.extend(
+			settings_problems(
+				config.oauth_issuer,
+				config.oauth_audience,
+				config.oauth_principal_claim,
+				config.oauth_required_scopes,
+				config.oauth_resource_url,
+			)
+		)
+		if config.oauth_jwks_min_refresh < 0:
+			problems.append('JWKS minimum refresh interval must be >= 0 seconds')
 	if config.token_file_poll < 0:
 		problems.append('token file poll interval must be >= 0 seconds (0 reloads on SIGHUP only)')
 	if config.header_timeout <= 0:

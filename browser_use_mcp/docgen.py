@@ -223,6 +223,10 @@ def _groups_section(tools: list[ToolInfo]) -> list[str]:
 		'tool outside the groups offered is unknown to calls too. Every tool listed costs context in every '
 		'request a model makes, so a model that only reads and clicks does better without the extra ones.',
 		'',
+		'`browser_save_pdf` is in `interaction`, not `debug`: a PDF is what a task produces (an invoice, a '
+		'receipt, a report to keep), as an upload is what it consumes; `debug` holds what a person reads to '
+		'find out what went wrong (console, network, the flight recording).',
+		'',
 		'| Group | Tools | `tools/list` size (characters) | ~tokens (characters / 4) |',
 		'|---|---|---|---|',
 	]

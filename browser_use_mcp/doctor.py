@@ -703,6 +703,8 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 			)
 	if config.grid_url:
 		checks.extend(check_grid(config.grid_url, config.grid_capabilities, config.headless))
+	if config.auth == 'oauth':
+		checks.append(asyncio.run(check_oauth_issuer(config)))
 	checks.append(check_display(config.headless, env))
 	checks.append(check_profile_lock(config.default_user_data_dir))
 	checks.extend(check_state_dirs(config))
@@ -711,6 +713,31 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	checks.extend(check_patches(config))
 	checks.append(check_private_reads())
 	return checks
+
+
+async def check_oauth_issuer(config: ServerConfig) -> Check:
+	"""--auth oauth: the issuer's metadata and keys load, as the server loads them at start."""
+	from browser_use_mcp.oauth import IssuerUnavailable, JwtVerifier
+	from browser_use_mcp.transports.http import oauth_settings
+
+	name = 'OAuth issuer'
+	verifier = JwtVerifier(oauth_settings(config))
+	try:
+		await verifier.discover()
+	except IssuerUnavailable as exc:
+		return Check(
+			name,
+			'fail',
+			f'cannot load the keys of {config.oauth_issuer}: {exc}',
+			'check --issuer (exactly as the provider names itself) and that this machine reaches it',
+		)
+	finally:
+		await verifier.close()
+	return Check(
+		name,
+		'ok',
+		f'{verifier.issuer}: {verifier.key_count} signing key(s) ({", ".join(verifier.algorithms)}) from {verifier.jwks_uri}',
+	)
 
 
 def exit_code(checks: list[Check]) -> int:

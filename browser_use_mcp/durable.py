@@ -2,7 +2,9 @@
 
 What is kept is the portable part of a session, the same in both isolation modes: its cookies
 (HttpOnly included), the localStorage of the origins its tabs show (storage.py's read and apply)
-and the URL of every tab, the focused one first. A whole Chromium profile would only exist with
+and the URL of every tab, the focused one first; and the options the session was created with. It is
+rewritten within seconds of each page-changing call (sessions.py, ``page_changed``) and when the
+session closes. A whole Chromium profile would only exist with
 ``--isolation browser``: a context of a shared Chromium has no profile directory of its own.
 
 Layout, private to the server's user (0700 directories, 0600 files)::
@@ -63,9 +65,13 @@ class Record:
 	saved_at: float
 	urls: list[str] = field(default_factory=list)  # every tab's URL, the focused one first
 	state: StorageState = field(default_factory=lambda: StorageState(cookies=[], origins=[]))
+	# what browser_create_session made it with (session_options.SessionOptions), re-applied when it reopens;
+	# kept whole, secrets too (a proxy's password, header values): the file is the server user's only
+	options: Any = None
+	options_problem: str | None = None  # the record's options could not be read back: why
 
 	def dump(self) -> dict[str, Any]:
-		return {
+		out = {
 			'version': VERSION,
 			'session_id': self.session_id,
 			'created_at': self.created_at,
@@ -73,6 +79,9 @@ class Record:
 			'urls': self.urls,
 			'storage_state': self.state.model_dump(mode='json'),
 		}
+		if self.options is not None:
+			out['options'] = self.options.model_dump(mode='json', exclude_none=True)
+		return out
 
 	@classmethod
 	def load(cls, data: Any) -> Record:
@@ -82,17 +91,38 @@ class Record:
 			urls = data['urls']
 			if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
 				raise Unreadable('its urls are not a list of strings')
+			options, problem = _options(data.get('options'))
 			return cls(
 				session_id=str(data['session_id']),
 				created_at=float(data['created_at']),
 				saved_at=float(data['saved_at']),
 				urls=urls,
 				state=parse_state(data['storage_state']),
+				options=options,
+				options_problem=problem,
 			)
 		except Unreadable:
 			raise
 		except Exception as exc:  # KeyError, ValueError, InvalidArgument from the state's shape
 			raise Unreadable(f'{type(exc).__name__}: {str(exc)[:200]}') from None
+
+
+def _options(raw: Any) -> tuple[Any, str | None]:
+	"""A record's creation options, validated as browser_create_session validates them: (options,
+	None), (None, None) for none, or (None, why) for options this server no longer accepts."""
+	if raw is None:
+		return None, None
+	from pydantic import ValidationError
+
+	from browser_use_mcp.session_options import SessionOptions
+
+	try:
+		options = SessionOptions.model_validate_json(json.dumps(raw))
+	except (ValidationError, TypeError, ValueError) as exc:
+		first = exc.errors()[0] if isinstance(exc, ValidationError) and exc.errors() else None
+		where = '.'.join(str(p) for p in first['loc']) if first else ''
+		return None, f'{where}: {first["msg"]}' if first else f'{type(exc).__name__}'
+	return (None if options.empty else options), None
 
 
 def principal_digest(principal: str) -> str:

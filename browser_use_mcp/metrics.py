@@ -174,6 +174,18 @@ class _Collector:
 			spares.add_metric([], registry.pool.ready)
 			yield spares
 
+		recordings = registry.recordings  # None until the registry started
+		kept = GaugeMetricFamily(
+			f'{PREFIX}_recordings', 'Session recordings kept (open sessions and closed ones within --recordings-ttl)'
+		)
+		kept.add_metric([], len(recordings) if recordings is not None else 0)
+		yield kept
+		disk = GaugeMetricFamily(
+			f'{PREFIX}_recordings_disk_bytes', 'Bytes the kept recordings take on disk (traces, screenshots, HAR, video)'
+		)
+		disk.add_metric([], recordings.disk_bytes() if recordings is not None else 0)
+		yield disk
+
 		sample = m.memory_cache[1] if m.memory_cache is not None else None
 		if sample is not None:
 			memory = GaugeMetricFamily(

@@ -16,6 +16,7 @@ Recordings outlive their session for ``--recordings-ttl`` seconds, all of them t
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -27,11 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from browser_use_mcp.calllog import REDACTED, USERINFO, is_secret
+from browser_use_mcp.har import HarLog
+from browser_use_mcp.screencast import Screencast
 
 logger = logging.getLogger('browser_use_mcp.recorder')
 
-KINDS = ('trace',)  # what a session can record now
-NOT_YET = ('har', 'video')  # kinds issue #27 plans, refused with a clear error until they exist
+KINDS = ('trace', 'har', 'video')  # what a session can record
+NOT_YET: tuple[str, ...] = ()  # kinds known but refused with a clear error until they exist
 RESULT_LIMIT = 2000  # characters of a call's result text kept in the trace
 VALUE_LIMIT = 2000  # characters of one string argument kept in the trace
 SHOT_WIDTH = 640  # px: screenshots are scaled down to this width (never up)
@@ -40,6 +43,12 @@ SIZE_CAP = 50 * 1024 * 1024  # bytes of one recording; past it, it says "truncat
 TOTAL_CAP = 500 * 1024 * 1024  # bytes of all recordings kept; the oldest closed ones are evicted first
 DEFAULT_TTL = 86400.0  # s a recording is kept after its session closed
 STEP_BOUND = 2.0  # s the recorder may spend on each read of the page around one call
+SHOT_WAIT = 0.5  # s a page-changing call's screenshot waits for the screencast's next frame (off the call's path)
+VIDEO_SHARE = 0.5  # of a recording's size cap the video may take (ffmpeg's -fs)
+HAR_FILE = 'recording.har'
+VIDEO_FILE = 'video.webm'
+CONSOLE_FILE = 'console.json'
+NETWORK_FILE = 'network.json'
 
 # Calls after which the page (or which page is shown) may have changed: a screenshot follows.
 PAGE_CHANGING = frozenset(
@@ -113,22 +122,40 @@ def _typed_secret(tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Recording:
-	"""One session's trace on disk."""
+	"""One session's recording on disk: its trace, and with those kinds its HAR and video."""
 
 	principal: str
 	session_id: str
 	path: Path
 	size_cap: int = SIZE_CAP
+	kinds: tuple[str, ...] = ('trace',)
 	started: float = field(default_factory=time.time)
 	closed_at: float | None = None
 	size: int = 0
 	calls: int = 0
 	truncated: str | None = None  # why it stopped growing
-	pending: asyncio.Task[None] | None = field(default=None, repr=False)  # the screenshot being taken
+	pending: asyncio.Task[None] | None = field(default=None, repr=False)  # a screenshot taken without the screencast
+	har: HarLog | None = field(default=None, repr=False)
+	cast: Screencast | None = field(default=None, repr=False)
+	writes: set[asyncio.Task[None]] = field(default_factory=set, repr=False)  # page-changing calls being completed
+	replaced: dict[str, int] = field(default_factory=dict, repr=False)  # bytes of the files rewritten whole (HAR …)
+	video_bytes: int = 0
+
+	def __post_init__(self) -> None:
+		if 'har' in self.kinds:
+			self.har = HarLog()
+		# the screencast: the trace's screenshots and the video are taken from it
+		if 'trace' in self.kinds or 'video' in self.kinds:
+			video = self.path / VIDEO_FILE if 'video' in self.kinds else None
+			self.cast = Screencast(video, int(self.size_cap * VIDEO_SHARE))
 
 	@property
 	def trace(self) -> Path:
 		return self.path / 'trace.jsonl'
+
+	@property
+	def tracing(self) -> bool:
+		return 'trace' in self.kinds
 
 	def _write(self, data: bytes, path: Path, mode: str = 'ab') -> bool:
 		"""Append/write ``data``; False (and truncated) when over the cap or the disk refuses."""
@@ -146,6 +173,29 @@ class Recording:
 		self.size += len(data)
 		return True
 
+	def _replace(self, name: str, data: bytes) -> bool:
+		"""Write a file whole (a newer HAR replaces the older one), counted once against the cap.
+		Blocking: run it in a thread."""
+		if self.truncated is not None:
+			return False
+		old = self.replaced.get(name, 0)
+		if self.size - old + len(data) > self.size_cap:
+			self._truncate(f'size cap of {self.size_cap} bytes reached (writing {name})')
+			return False
+		tmp = self.path / f'.{name}.tmp'
+		try:
+			with open(tmp, 'wb') as f:
+				f.write(data)
+			tmp.replace(self.path / name)
+		except OSError as exc:
+			with contextlib.suppress(OSError):
+				tmp.unlink()
+			self._truncate(f'could not write {name}: {exc.strerror or exc}')
+			return False
+		self.replaced[name] = len(data)
+		self.size += len(data) - old
+		return True
+
 	def _truncate(self, why: str) -> None:
 		self.truncated = why
 		logger.warning('recording of session %r truncated: %s', self.session_id[:40], why)
@@ -159,18 +209,29 @@ class Recording:
 		return self._write(json.dumps(entry, ensure_ascii=False, default=str).encode() + b'\n', self.trace)
 
 	async def settle(self) -> None:
-		"""Wait (bounded) for the screenshot of the last page-changing call to be taken and written."""
+		"""Wait (bounded) for the screenshots of the last calls to be taken and written."""
 		task = self.pending
 		if task is not None and not task.done():
 			await asyncio.wait({task}, timeout=2 * STEP_BOUND)
+		if self.writes:
+			await asyncio.wait(set(self.writes), timeout=2 * STEP_BOUND)
 
 	async def before(self, state: Any, read_only: bool) -> dict[str, Any]:
-		"""The page before a call. A call that may change the page first waits for the previous
-		call's screenshot, so that screenshot never shows this call's doing; a read-only call runs
-		beside it."""
+		"""The page before a call, from browser-use's own record of the focused tab (no round trip;
+		read from the page only when it has none). Never waits for the previous call's screenshot when
+		it comes from the screencast (the first frame painted after that call, whenever it arrives); a
+		capture without the screencast is waited for by a page-changing call, so it never shows its
+		doing. A page-changing call first makes sure the cast follows the focused tab (the video)."""
 		if not read_only:
-			await self.settle()
-		url, title = await _page(state)
+			if self.pending is not None and not self.pending.done():
+				await self.settle()
+			if self.cast is not None:
+				await self.cast.follow(state)
+		if not self.tracing:
+			return {}
+		url, title = _known_page(state)
+		if url is None:
+			url, title = await _page(state)
 		return {'url_before': redact(url), 'title_before': title}
 
 	async def after(
@@ -185,9 +246,15 @@ class Recording:
 		error: str | None,
 		seen: dict[str, Any],
 	) -> None:
-		"""Write one call's entry once it ended; after a page-changing call the screenshot is taken
-		in the background (the reply does not wait for the browser's next frame) and the entry is
-		written with it. Never raises."""
+		"""Write one call's entry once it ended. After a call that may change the page, the page after
+		it is read at once (one ``Runtime.evaluate``: read later, it could show the next call's doing);
+		after a page-changing call its screenshot (the screencast's first frame painted after the call;
+		within SHOT_WAIT, else the latest one) is taken in the background: the reply never waits for
+		it, and the entry is written with it. Never raises."""
+		if not self.tracing:
+			if self.cast is not None and not read_only and error != 'cancelled':
+				await self.cast.follow(state)  # a new tab may have the focus now
+			return
 		try:
 			self.calls += 1
 			seq = self.calls
@@ -202,6 +269,9 @@ class Recording:
 				'result': None,
 				'result_truncated': False,
 				**seen,
+				'url_after': None,
+				'title_after': None,
+				'screenshot': None,
 			}
 			text = getattr(result, 'text', result if isinstance(result, str) else None)
 			if isinstance(text, str):
@@ -209,17 +279,47 @@ class Recording:
 				entry['result_truncated'] = len(text) > RESULT_LIMIT
 			cancelled = error == 'cancelled'
 			if read_only:  # it did not change the page: after is before
-				url, title = seen.get('url_before'), seen.get('title_before')
-			else:
-				url, title = (None, None) if cancelled else await _page(state)
+				entry['url_after'], entry['title_after'] = seen.get('url_before'), seen.get('title_before')
+				self.line(entry)
+				return
+			if cancelled:
+				self.line(entry)
+				return
+			url, title = await _page(state)
 			entry['url_after'], entry['title_after'] = redact(url), title
-			entry['screenshot'] = None
-			if tool in PAGE_CHANGING and not cancelled and self.truncated is None:
+			shoot = tool in PAGE_CHANGING and self.truncated is None
+			cast = self.cast
+			if shoot and cast is not None and await cast.follow(state):
+				frame: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+				cast.next_frame(lambda f: frame.done() or frame.set_result(f))
+				task = asyncio.create_task(self._complete(entry, frame), name=f'recorder-shot-{seq}')
+				self.writes.add(task)
+				task.add_done_callback(self.writes.discard)
+			elif shoot:  # no screencast: a capture, in the background (the next page-changing call waits for it)
 				self.pending = asyncio.create_task(self._shoot(state, entry), name=f'recorder-shot-{seq}')
 			else:
 				self.line(entry)
 		except Exception as exc:  # the recorder never breaks a call
 			logger.warning('could not record %s: %s', tool, exc)
+
+	async def _complete(self, entry: dict[str, Any], frame: asyncio.Future[str]) -> None:
+		"""A page-changing call's frame, then its entry."""
+		try:
+			try:
+				data = await asyncio.wait_for(asyncio.shield(frame), SHOT_WAIT)
+			except TimeoutError:  # no repaint: the page looks as the latest frame shows it
+				data = self.cast.frame if self.cast is not None else None
+			if data is not None:
+				name = f'shot-{entry["seq"]:05d}.jpg'
+				if await asyncio.to_thread(self._write_frame, data, name):
+					entry['screenshot'] = name
+		except Exception as exc:
+			logger.warning('could not record the screenshot after %s: %s', entry.get('tool'), exc)
+		finally:
+			self.line(entry)
+
+	def _write_frame(self, frame: str, name: str) -> bool:
+		return self._write(base64.b64decode(frame), self.path / name, 'wb')
 
 	async def _shoot(self, state: Any, entry: dict[str, Any]) -> None:
 		try:
@@ -233,11 +333,69 @@ class Recording:
 		finally:
 			self.line(entry)
 
-	async def close(self) -> None:
+	@property
+	def video(self) -> Path | None:
+		return self.cast.video if self.cast is not None else None
+
+	def disk_bytes(self) -> int:
+		"""Bytes on disk now, the video being written included (a stat while it grows)."""
+		size = self.size
+		if self.video is not None and self.closed_at is None:
+			with contextlib.suppress(OSError):
+				size += self.video.stat().st_size
+		return size
+
+	async def snapshot(self, state: Any = None) -> None:
+		"""Bring the files read after the fact up to date: the HAR so far and, from the open session,
+		its console messages and network requests (tools/debug.py's buffers). Never raises."""
+		try:
+			if self.har is not None:
+				await self.har.settle()
+				har, entries = self.har, list(self.har.entries.values())  # taken on the loop; built in a thread
+				data = await asyncio.to_thread(lambda: json.dumps(har.build(entries), ensure_ascii=False).encode())
+				await asyncio.to_thread(self._replace, HAR_FILE, data)
+			if state is not None:
+				from browser_use_mcp.tools import debug
+
+				buffers = debug.recorder(state)
+				console = [m.dump() for m in buffers.console]
+				network = [r.out().dump() for r in buffers.requests]
+				for name, rows in ((CONSOLE_FILE, console), (NETWORK_FILE, network)):
+					data = await asyncio.to_thread(lambda r=rows: json.dumps(r, ensure_ascii=False).encode())
+					await asyncio.to_thread(self._replace, name, data)
+		except Exception as exc:
+			logger.warning('could not write the recording of session %r: %s', self.session_id[:40], exc)
+
+	async def close(self, state: Any = None) -> None:
 		if self.closed_at is None:
 			await self.settle()
+			if self.cast is not None:
+				await self.cast.stop()
+				if self.video is not None:
+					with contextlib.suppress(OSError):
+						self.video_bytes = self.video.stat().st_size
+						self.size += self.video_bytes
+			await self.snapshot(state)
+			if self.har is not None:
+				self.har.stop()
 			self.closed_at = time.time()
-			self.line({'closed': self.closed_at})
+			self.line({'closed': self.closed_at, **({'video': self.cast.video_error} if self.video and self.cast else {})})
+
+	@property
+	def video_note(self) -> str | None:
+		return self.cast.video_error if self.cast is not None and self.video is not None else None
+
+
+def _known_page(state: Any) -> tuple[str | None, str | None]:
+	"""The focused tab's URL and title as browser-use last heard them (Target.targetInfoChanged)."""
+	from browser_use_mcp.tools.admin import focused_target
+
+	try:
+		target = focused_target(state)
+	except Exception:
+		return None, None
+	url = getattr(target, 'url', None)
+	return (str(url), str(getattr(target, 'title', '') or '')) if url else (None, None)
 
 
 async def _page(state: Any) -> tuple[str | None, str | None]:
@@ -287,8 +445,9 @@ class Recordings:
 		self._by_key: dict[tuple[str, str], Recording] = {}
 		self._expired: dict[tuple[str, str], float] = {}  # key -> when its recording was dropped
 		self._doomed: list[Path] = []  # directories of dropped recordings, deleted off the loop (purge)
+		self.last_error = ''  # why the last recording could not be started
 
-	def start(self, principal: str, session_id: str) -> Recording | None:
+	def start(self, principal: str, session_id: str, kinds: tuple[str, ...] = ('trace',)) -> Recording | None:
 		"""A new recording for this session (replacing an older one of the same id); None when its
 		directory cannot be made (the session then runs unrecorded, and the log says why)."""
 		from browser_use_mcp.browser import session_digest
@@ -304,9 +463,10 @@ class Recordings:
 			path.mkdir(parents=True, mode=0o700)
 		except OSError as exc:
 			logger.warning('cannot record session %r: %s', session_id[:40], exc)
+			self.last_error = f'{exc.strerror or exc} ({self.root})'
 			return None
-		recording = Recording(principal, session_id, path, size_cap=self.size_cap)
-		recording.line({'recording': 'trace', 'started': recording.started, 'size_cap': self.size_cap})
+		recording = Recording(principal, session_id, path, size_cap=self.size_cap, kinds=tuple(kinds) or ('trace',))
+		recording.line({'recording': list(recording.kinds), 'started': recording.started, 'size_cap': self.size_cap})
 		self._by_key[key] = recording
 		return recording
 
@@ -319,6 +479,17 @@ class Recordings:
 		if recording is None and key in self._expired:
 			raise RecordingExpired(key)
 		return recording
+
+	def disk_bytes(self) -> int:
+		"""Bytes all recordings kept take on disk now (for /metrics)."""
+		return sum(r.disk_bytes() for r in list(self._by_key.values()))
+
+	def of(self, principal: str) -> list[Recording]:
+		"""This principal's recordings kept now, open and closed."""
+		return [r for (p, _), r in list(self._by_key.items()) if p == principal]
+
+	def __len__(self) -> int:
+		return len(self._by_key)
 
 	def sweep(self, now: float | None = None) -> None:
 		"""Drop closed recordings past their ttl, then the oldest closed ones while over the total cap."""

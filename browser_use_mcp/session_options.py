@@ -17,7 +17,7 @@ import os
 import re
 import urllib.parse
 import zoneinfo
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -210,13 +210,22 @@ class SessionOptions(BaseModel):
 
 	record: Annotated[str | list[str], AfterValidator(_record)] | None = Field(
 		None,
-		description='Record this session (docs/recording.md): "trace" or ["trace"] keeps every call with its arguments '
-		'(secrets redacted), result, page before and after and a screenshot after page-changing calls; read it with '
-		'browser_get_recording. "har" and "video" are not supported yet.',
+		description='Record this session (docs/recording.md): a kind or a list of kinds. "trace" keeps every call with its '
+		'arguments (secrets redacted), result, page before and after and a screenshot after page-changing calls; "har" '
+		'a HAR 1.2 file of its traffic (bodies up to 512 KB); "video" a WebM video of its focused tab. Read them with '
+		'browser_get_recording.',
+	)
+
+	dialogs: Literal['accept', 'hold'] | None = Field(
+		None,
+		description='JavaScript dialogs (alert, confirm, prompt, leave-page) of this session: "accept" answers them at '
+		'once (prompts cancelled), "hold" keeps each one open for browser_handle_dialog. Default: the server\'s --dialogs.',
 	)
 
 	# what needs a CDP command on every tab (the rest goes into the BrowserProfile)
 	PER_TAB: ClassVar[tuple[str, ...]] = ('user_agent', 'locale', 'timezone', 'geolocation', 'extra_http_headers')
+	# what this server does around the browser, not in it: a prewarmed browser (--prewarm) serves
+	NOT_IN_BROWSER: ClassVar[tuple[str, ...]] = ('record', 'dialogs')
 
 	@property
 	def given(self) -> list[str]:
@@ -225,6 +234,11 @@ class SessionOptions(BaseModel):
 	@property
 	def empty(self) -> bool:
 		return not self.given
+
+	@property
+	def shapes_browser(self) -> bool:
+		"""Whether the browser itself must be made for these options (a prewarmed one will not do)."""
+		return any(name not in self.NOT_IN_BROWSER for name in self.given)
 
 	@property
 	def per_tab(self) -> bool:

@@ -44,7 +44,7 @@ from browser_use_mcp.errors import (
 from browser_use_mcp.pool import BrowserPool, Spare
 from browser_use_mcp.processes import reap_orphans
 from browser_use_mcp.providers import Browser, BrowserProvider
-from browser_use_mcp.recorder import Recordings
+from browser_use_mcp.recorder import Recordings, parse_kinds
 from browser_use_mcp.runtime import LOCAL_PRINCIPAL, BrowserRuntime
 from browser_use_mcp.session_options import SessionOptions
 
@@ -54,6 +54,10 @@ DEFAULT_SESSION_ID = 'default'
 MAX_SESSION_ID_LENGTH = 256
 TOMBSTONE_LIMIT = 1024
 SNAPSHOT_TIMEOUT = 10.0  # s to read a durable session's state when it closes
+# s from a durable session's first unsaved page-changing call to the save of its record: calls within
+# it are saved together (one read of the session, one write, off the event loop, every SAVE_AFTER s at most)
+SAVE_AFTER = 2.0
+MAX_REOPENED_TABS = 20  # a durable session reopens at most this many tabs (the focused one first)
 CANCEL_GRACE = 15.0  # s a cancelled handler gets to let go of the browser
 DEATH_NOTICE = 2.0  # s a browser whose connection dropped gets to be seen dead before the error is the call's own
 WEDGED_AFTER = 3600.0  # s after which a call given no deadline no longer keeps its session from expiring
@@ -162,6 +166,8 @@ class SessionState:
 	crash_signal: asyncio.Event = field(default_factory=asyncio.Event)  # set on every such crash
 	crash_watch: Any = None  # the BrowserSession whose crashes are watched (tools.common.watch_crashes)
 	persist: bool = False  # a durable session: its state is kept under the state dir (durable.py)
+	saver: asyncio.Task[None] | None = None  # a durable session's record save, due after a page-changing call
+	saving: bool = False  # that save is reading the session or writing its record (no longer cancellable)
 	recording: Any = None  # recorder.Recording: this session's flight recorder (None: not recorded)
 	_tools: Any = None
 
@@ -267,7 +273,7 @@ class SessionRegistry:
 		self._reaper: asyncio.Task[None] | None = None
 		self._background: set[asyncio.Task[Any]] = set()
 		self._shutting_down = False
-		self.single_principal = len(config.auth_tokens) <= 1
+		self.single_principal = len(config.auth_tokens) <= 1 and config.auth != 'oauth'  # OAuth: any number of subjects
 		self.slots = SessionSlots(config.max_sessions, config.max_sessions_per_principal, self._held)
 		self.call_slots = CallSlots(config.max_calls_per_principal)
 		self.revoked: set[str] = set()  # principals whose token was removed: no new session (a call already past auth)
@@ -562,7 +568,7 @@ class SessionRegistry:
 		state = await self.resolve(principal, sid, options=options, waiting=waiting, persist=persist)
 		if persist and not state.persist:  # open already: durable from now on
 			state.persist = True
-			await self._save_record(state, Record(sid, state.created_at, time.time()))
+			await self._save_record(state, Record(sid, state.created_at, time.time(), options=state.options))
 		if options is not None and state.options is not options:
 			raise self._existing_error(sid)  # another call created it first, without these options
 		return state, not existed
@@ -600,6 +606,47 @@ class SessionRegistry:
 		except Exception:  # the session still works; its durable copy is older than it
 			logger.exception('could not save durable session %r', state.session_id)
 
+	def page_changed(self, state: SessionState) -> None:
+		"""A call that may have changed a durable session's page ended: its record is saved within
+		SAVE_AFTER s (one save for every call until then), so a crash loses at most that much."""
+		if not state.persist or state.closed_reason is not None or self._shutting_down:
+			return
+		if state.saver is None or state.saver.done():
+			state.saver = asyncio.create_task(self._save_soon(state), name=f'save-session-{state.session_id[:40]}')
+			self._background.add(state.saver)
+			state.saver.add_done_callback(self._background.discard)
+
+	async def _save_soon(self, state: SessionState) -> None:
+		await asyncio.sleep(SAVE_AFTER)
+		if not state.persist or state.closed_reason is not None or not state.browser.alive():
+			return
+		state.saving = True
+		started = time.perf_counter()
+		try:
+			record = await self._snapshot(state)  # CDP reads: awaits, no work on the loop to speak of
+			if record is not None and state.persist and state.closed_reason is None:
+				await self._save_record(state, record)  # JSON and the write in a thread
+				logger.info(
+					'durable session %r saved in %.0f ms (%d tab(s), %d cookie(s))',
+					state.session_id,
+					(time.perf_counter() - started) * 1000,
+					len(record.urls),
+					len(record.state.cookies),
+				)
+		finally:
+			state.saving = False
+
+	async def _settle_save(self, state: SessionState) -> None:
+		"""Before a session's last save: a save still waiting is dropped, one under way is waited for
+		(its write must not land after the last one)."""
+		saver = state.saver
+		if saver is None or saver.done():
+			return
+		if not state.saving:
+			saver.cancel()
+		with contextlib.suppress(asyncio.CancelledError, Exception):
+			await saver
+
 	async def _snapshot(self, state: SessionState) -> Record | None:
 		"""The session's storage state and tab URLs now (None when its browser cannot be read)."""
 		from browser_use_mcp.storage import read_state
@@ -613,21 +660,49 @@ class SessionRegistry:
 		except Exception as exc:
 			logger.warning('could not read durable session %r to save it: %s', state.session_id, str(exc)[:200])
 			return None
-		return Record(state.session_id, state.created_at, time.time(), urls, data)
+		return Record(state.session_id, state.created_at, time.time(), urls, data, options=state.options)
 
 	async def _restore(self, state: SessionState, record: Record) -> str:
 		"""Apply a durable record to a session being created; the note that says so."""
+		from browser_use.browser.events import SwitchTabEvent
+
 		from browser_use_mcp.storage import apply_storage_state
-		from browser_use_mcp.tools.common import open_url
+		from browser_use_mcp.tools.common import dispatch, open_url
 
 		await apply_storage_state(state, record.state)
-		url = next((u for u in record.urls[:1] if u.startswith(('http://', 'https://'))), None)
+		web = [u for u in record.urls if u.startswith(('http://', 'https://'))]
+		url = record.urls[0] if web and record.urls[0] == web[0] else None  # the focused tab, if it showed a page
+		others = web[1:] if url is not None else web
+		skipped = max(0, len(others) - (MAX_REOPENED_TABS - 1))
+		others = others[: MAX_REOPENED_TABS - 1]
 		if url is not None:
 			await open_url(state, url, False, f'Reopening {url[:200]}')
+		focused = state.browser_session.agent_focus_target_id
+		failed = 0
+		for other in others:
+			try:
+				await open_url(state, other, True, f'Reopening {other[:200]} in a tab of its own')
+			except Exception as exc:  # one tab that cannot be reopened (now refused, say) is not the session's end
+				logger.info('durable session %r: could not reopen a tab: %s', state.session_id, str(exc)[:200])
+				failed += 1
+		if others and focused is not None:
+			await dispatch(state, SwitchTabEvent(target_id=focused), 'Focusing the tab that was focused')
 		saved = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(record.saved_at))
+		tabs = ''
+		if others:
+			tabs = f' and {len(others) - failed} other tab(s)'
+			if failed:
+				tabs += f' ({failed} could not be reopened)'
+		if skipped:
+			tabs += f'; {skipped} more tab(s) were not reopened (at most {MAX_REOPENED_TABS})'
+		applied = f'; re-applied its options ({", ".join(state.options.given)})' if state.options is not None else ''
 		return (
 			f'Note: restored durable session {state.session_id!r} as saved at {saved}: {len(record.state.cookies)} cookies, '
-			f'localStorage of {len(record.state.origins)} origins' + (f', reopened {url[:200]}.' if url else '.')
+			f'localStorage of {len(record.state.origins)} origins'
+			+ (f', reopened {url[:200]}' if url else '')
+			+ tabs
+			+ applied
+			+ '.'
 		)
 
 	def _refuse_existing(self, principal: str, session_id: str) -> None:
@@ -808,12 +883,13 @@ class SessionRegistry:
 			task.cancel()
 		if state.calls:
 			await asyncio.wait(list(state.calls), timeout=5)
+		await self._settle_save(state)
 		if state.persist and state.browser.alive():
 			record = await self._snapshot(state)
 			if record is not None and state.persist:  # a delete meanwhile wins
 				await self._save_record(state, record)
 		if state.recording is not None:
-			await state.recording.close()
+			await state.recording.close(state)
 		graceful = not state.dirs.temporary
 		await state.browser.close(graceful=graceful)
 		await asyncio.to_thread(state.dirs.remove)
@@ -905,14 +981,30 @@ class SessionRegistry:
 						f'Note: durable session {session_id!r} could not be restored ({exc}); this is a fresh, empty session '
 						'(durable from now on).'
 					)
+				if record is not None and record.options_problem is not None:
+					notes.append(
+						f'Note: the options durable session {session_id!r} was created with could not be re-applied '
+						f"({record.options_problem}); it reopens with the server's defaults."
+					)
+				elif record is not None and options is None and record.options is not None:
+					try:  # as browser_create_session checks them: this server's settings may have changed since
+						self.runtime.provider_for(is_default=False).check_options(record.options)
+						options = record.options  # made to order once, reopened to the same order
+					except InvalidArgument as exc:
+						notes.append(
+							f'Note: the options durable session {session_id!r} was created with could not be re-applied '
+							f"({exc.message}); it reopens with the server's defaults."
+						)
 		else:
 			persist = False
 		restarted = self._restarts.pop((principal, session_id), None) if is_default else None
 		if restarted is not None:
 			notes.append(restarted.restart_note())
 		dirs = self.runtime.default_dirs(notes) if is_default and self.single_principal else None
-		# spares are launched with the server's defaults: a session made to order gets its own
-		spare = await self.pool.claim() if not is_default and self.pool is not None and options is None else None
+		# spares are launched with the server's defaults: a session made to order gets its own (unless
+		# its options are only about what the server does around the browser: dialogs, recording)
+		made_to_order = options is not None and options.shapes_browser
+		spare = await self.pool.claim() if not is_default and self.pool is not None and not made_to_order else None
 		if spare is not None:
 			dirs, browser = spare.dirs, spare.browser
 		else:
@@ -946,13 +1038,19 @@ class SessionRegistry:
 					'what could be applied.'
 				)
 		elif persist:  # listed (and reopenable) from now on, even if this server is killed
-			await self._save_record(state, Record(session_id, state.created_at, time.time()))
+			await self._save_record(state, Record(session_id, state.created_at, time.time(), options=options))
 		if self._shutting_down:
 			await Spare(dirs, browser).discard()
 			raise SessionClosed('The server is shutting down; no new sessions can be created.')
 		if self.config.record or (options is not None and options.record):
 			assert self.recordings is not None
-			state.recording = self.recordings.start(principal, session_id)
+			kinds = tuple(options.record) if options is not None and options.record else parse_kinds(list(self.config.record), '')
+			state.recording = self.recordings.start(principal, session_id, kinds)
+			if state.recording is None:
+				notes.append(
+					f'Note: this session is not recorded: its recording could not be made ({self.recordings.last_error}). '
+					'It works as usual; make the server state directory writable (--state-dir) to record sessions.'
+				)
 		self._sessions[state.key] = state
 		browser.on_death(lambda s=state: self._on_browser_death(s))
 		logger.info('session %r created (profile %s)', session_id, dirs.profile)

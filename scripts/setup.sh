@@ -57,3 +57,8 @@ fi
 if ! ./scripts/grid.sh >/dev/null; then
 	echo "setup: could not install what a local Selenium Grid needs; tests/e2e/test_grid.py will fail" >&2
 fi
+
+# A real OpenID provider (npm oidc-provider) for tests/e2e/test_oauth.py (scripts/oidc.sh).
+if ! ./scripts/oidc.sh >/dev/null; then
+	echo "setup: could not install oidc-provider; tests/e2e/test_oauth.py will fail" >&2
+fi

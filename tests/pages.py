@@ -6,6 +6,9 @@ Every page is static HTML built here; nothing leaves loopback.
 from __future__ import annotations
 
 import base64
+import email.parser
+import email.policy
+import hashlib
 import html
 import json
 import threading
@@ -42,6 +45,7 @@ ROUTES_DOC = {
 	'/console?tag=T&n=N': 'logs "hello T" (N times), warns, errors, throws; fetches a 404 and /pixel.png; a popup link',
 	'/pixel.png': 'a 1x1 PNG',
 	'/heavy': '~5,000 elements: a table, links, inputs, nested divs, a hidden section (benchmarks)',
+	'/upload': 'a multipart form with a file input; POSTed, shows each file received: name, size and SHA-256',
 }
 
 # Elements a page state must describe alike whichever way it is captured: a same-origin iframe,
@@ -127,6 +131,18 @@ class Handler(BaseHTTPRequestHandler):
 
 	def do_POST(self) -> None:  # noqa: N802
 		length = int(self.headers.get('Content-Length') or 0)
+		if urlparse(self.path).path == '/upload':  # the files as this server received them
+			body = self.rfile.read(length)
+			head = f'Content-Type: {self.headers.get("Content-Type", "")}\r\n\r\n'.encode()
+			message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
+			got = [
+				f'{part.get_filename()}:{len(data)}:{hashlib.sha256(data).hexdigest()}'
+				for part in message.iter_parts()
+				if part.get_filename() is not None
+				for data in [part.get_payload(decode=True) or b'']
+			]
+			self._send(page('Received', ''.join(f'<p class="got">{html.escape(g)}</p>' for g in got) or '<p>no file</p>'))
+			return
 		data = parse_qs(self.rfile.read(length).decode())
 		user = (data.get('user') or [''])[0]
 		self._send(
@@ -151,6 +167,14 @@ class Handler(BaseHTTPRequestHandler):
 			)
 		elif p == '/two':
 			self._send(page('Page Two', '<h1>Two</h1><a href="/">back home</a>'))
+		elif p == '/upload':
+			self._send(
+				page(
+					'Upload',
+					'<form method="post" action="/upload" enctype="multipart/form-data">'
+					'<input type="file" name="file" id="file"><button type="submit">Send</button></form>',
+				)
+			)
 		elif p == '/form':
 			self._send(
 				page(

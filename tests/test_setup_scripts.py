@@ -38,7 +38,7 @@ def test_the_lists_are_updated_once_before_the_first_install(tmp_path: Path) -> 
 
 
 def test_the_scripts_install_only_through_apt_install() -> None:
-	for name in ('setup.sh', 'grid.sh'):
+	for name in ('setup.sh', 'grid.sh', 'oidc.sh'):
 		text = (SCRIPTS / name).read_text()
 		assert not re.search(r'apt-get\s+(-\S+\s+)*install', text), f'{name} calls apt-get install directly'
 		assert 'apt.sh' in text, f'{name} sources scripts/apt.sh'

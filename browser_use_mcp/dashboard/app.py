@@ -18,6 +18,7 @@ import hmac
 import html
 import json
 import logging
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -25,10 +26,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
+from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -238,6 +240,9 @@ class Dashboard:
 			# a session's flight recording (docs/recording.md): open or closed, the principal's own
 			Route(PREFIX + '/recordings/{sid:path}', self.guard(self.replay), methods=['GET']),
 			Route(PREFIX + '/api/recordings/{sid:path}/shot-{seq:int}.jpg', self.guard(self.replay_shot), methods=['GET']),
+			Route(PREFIX + '/api/recordings/{sid:path}/video.webm', self.guard(self.replay_video), methods=['GET']),
+			Route(PREFIX + '/api/recordings/{sid:path}/recording.har', self.guard(self.replay_har), methods=['GET']),
+			Route(PREFIX + '/api/recordings/{sid:path}/recording.zip', self.guard(self.replay_zip), methods=['GET']),
 		]
 
 	def guard(self, handler: Callable[..., Awaitable[Response]], *, session: bool = False, csrf: bool = False) -> Any:
@@ -331,11 +336,25 @@ class Dashboard:
 	async def list_sessions(self, request: Request, principal: str, login_id: str | None) -> Response:
 		now = time.time()
 		states = sorted(self.registry.sessions(principal), key=lambda s: s.created_at)
+		live = {id(s.recording) for s in states if s.recording is not None}
+		recordings = self.registry.recordings
+		closed = [] if recordings is None else [r for r in recordings.of(principal) if id(r) not in live]
 		return JSONResponse(
 			{
 				'now': now,
 				'takeover_timeout': self.takeover_timeout,
 				'sessions': [self._card(s, now, login_id) for s in states],
+				# closed sessions whose recording is still kept (--recordings-ttl): a link to each replay
+				'recorded': [
+					{
+						'session_id': r.session_id,
+						'closed': r.closed_at,
+						'kinds': list(r.kinds),
+						'size_bytes': r.size,
+						'replay': _replay_href(r.session_id),
+					}
+					for r in sorted(closed, key=lambda r: r.closed_at or 0, reverse=True)
+				],
 			}
 		)
 
@@ -356,6 +375,7 @@ class Dashboard:
 				'remaining': round(held.remaining()),
 			},
 			calls=[r.as_json() for r in reversed(state.log.recent)],
+			replay=_replay_href(state.session_id) if state.recording is not None else None,
 		)
 		return info
 
@@ -370,11 +390,53 @@ class Dashboard:
 	async def replay(self, request: Request, principal: str, login_id: str | None) -> Response:
 		from browser_use_mcp.dashboard import replay
 
-		recording = self._recording(principal, request.path_params['sid'])
+		recording = await self._fresh(principal, request.path_params['sid'])
 		if recording is None:  # another principal's, expired, or none: all alike
 			return self._error(404, 'No such recording.')
-		await recording.settle()
 		return HTMLResponse(await asyncio.to_thread(replay.render, recording))
+
+	async def _fresh(self, principal: str, session_id: str) -> Any:
+		"""The principal's recording with its files up to date (the live session's HAR and console and
+		network rows written out), or None."""
+		recording = self._recording(principal, session_id)
+		if recording is not None:
+			await recording.settle()
+			live = next((s for s in self.registry.sessions(principal) if s.recording is recording), None)
+			if live is not None:
+				await recording.snapshot(live)
+		return recording
+
+	async def replay_video(self, request: Request, principal: str, login_id: str | None) -> Response:
+		from browser_use_mcp.dashboard import replay
+
+		recording = self._recording(principal, request.path_params['sid'])
+		path = None if recording is None else replay.video_path(recording)
+		if path is None:
+			return self._error(404, 'No such video (a video can be played once its session is closed).')
+		return FileResponse(path, media_type='video/webm')
+
+	async def replay_har(self, request: Request, principal: str, login_id: str | None) -> Response:
+		from browser_use_mcp.recorder import HAR_FILE
+
+		recording = await self._fresh(principal, request.path_params['sid'])
+		path = None if recording is None or recording.har is None else recording.path / HAR_FILE
+		if path is None or not path.is_file():
+			return self._error(404, 'No such HAR file.')
+		return FileResponse(path, media_type='application/json', filename=f'{_file_stem(recording.session_id)}.har')
+
+	async def replay_zip(self, request: Request, principal: str, login_id: str | None) -> Response:
+		from browser_use_mcp.dashboard import replay
+
+		recording = await self._fresh(principal, request.path_params['sid'])
+		if recording is None:
+			return self._error(404, 'No such recording.')
+		path = await asyncio.to_thread(replay.zip_file, recording)
+		return FileResponse(
+			path,
+			media_type='application/zip',
+			filename=f'{_file_stem(recording.session_id)}-recording.zip',
+			background=BackgroundTask(path.unlink, missing_ok=True),
+		)
 
 	async def replay_shot(self, request: Request, principal: str, login_id: str | None) -> Response:
 		from browser_use_mcp.dashboard import replay
@@ -471,7 +533,9 @@ class Dashboard:
 			'<header class="top"><h1>browser-use-mcp</h1><p id="summary" aria-live="polite">Loading…</p>'
 			'<button type="button" id="logout">Sign out</button></header>'
 			'<main><ul id="cards" class="cards" aria-label="Sessions"></ul>'
-			'<p id="empty" class="empty" hidden>No sessions yet. They appear here as soon as an agent opens one.</p></main>'
+			'<p id="empty" class="empty" hidden>No sessions yet. They appear here as soon as an agent opens one.</p>'
+			'<section id="recorded" class="recorded" hidden aria-labelledby="recorded-title">'
+			'<h2 id="recorded-title">Closed sessions with a recording</h2><ul id="recorded-list"></ul></section></main>'
 			'<div id="viewer" class="viewer" hidden role="dialog" aria-modal="true" aria-labelledby="viewer-title">'
 			'<div class="viewer-bar"><h2 id="viewer-title"></h2><span id="viewer-url" class="url"></span>'
 			'<span id="viewer-status" class="status" aria-live="polite"></span>'
@@ -482,6 +546,15 @@ class Dashboard:
 			'</div>'
 		)
 		return _document('Sessions', body, csrf=login.csrf, script=True)
+
+
+def _replay_href(session_id: str) -> str:
+	return f'{PREFIX}/recordings/{quote(session_id, safe="")}'
+
+
+def _file_stem(session_id: str) -> str:
+	"""A session id as a download's file name: letters, digits, - and _ only."""
+	return re.sub(r'[^A-Za-z0-9_-]', '_', session_id)[:80] or 'session'
 
 
 def _title(state: SessionState) -> str | None:

@@ -138,6 +138,14 @@ class BrowserProvider(ABC):
 			why = self.unsupported_options.get(name)
 			if why:
 				raise InvalidArgument(f'{name}: {why}. Omit {name}.')
+		if options.dialogs == 'hold':
+			from browser_use_mcp.patches import dialog_hold, is_active
+
+			if not is_active(dialog_hold.PATCH):
+				raise InvalidArgument(
+					'dialogs: this server cannot hold dialogs (its dialog_hold patch is off or refused: '
+					'`browser-use-mcp doctor` says why); the browser answers them itself. Omit dialogs.'
+				)
 		if options.proxy is not None:
 			operator = operator_proxy(self.launch_args(), self.profile_base)
 			if operator is not None:

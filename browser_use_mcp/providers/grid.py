@@ -11,6 +11,9 @@ heartbeat (``GET /session/<id>/window/handles`` every second): it answers "inval
 within milliseconds once the browser is gone, which we report as the usual one-time "browser
 died" error, and it keeps an idle session alive on the Grid (CDP traffic does not count there).
 
+Uploads go the other way: ``browser_upload_file`` copies the server's file to the node
+(``/session/<id>/se/file``) and gives the browser the node's path (``GridEndpoint.upload``).
+
 Downloads land on the node. With managed downloads (``se:downloadsEnabled``), the heartbeat
 copies every finished file from ``/session/<id>/se/files`` into the session's own downloads
 directory, and release does a last copy before the DELETE.
@@ -314,6 +317,16 @@ class GridEndpoint(Endpoint):
 			self._fetched.add(name)
 		return new
 
+	async def upload(self, path: Path) -> str:
+		"""Copy a file of this server to the node (WebDriver ``POST /session/<id>/se/file``, a base64 zip
+		holding it, as Selenium's clients send it) and return the node's path of the copy: the browser
+		there can read that one, never ours."""
+		packed = await asyncio.to_thread(pack_upload, path)
+		value = await self.client.call('POST', f'/session/{self.session_id}/se/file', {'file': packed}, timeout=60.0)
+		if not isinstance(value, str) or not value:
+			raise GridError(f'the Grid at {self.client.url} took the file but gave no path for it on the node')
+		return value
+
 	async def release(self, graceful: bool = False) -> None:
 		self.releasing = True
 		self._heartbeat.cancel()
@@ -351,6 +364,14 @@ def unpack_download(contents: str, name: str) -> bytes:
 		members = archive.namelist()
 		member = name if name in members else members[0]
 		return archive.read(member)
+
+
+def pack_upload(path: Path) -> str:
+	"""The file as the Grid's upload endpoint takes it: a zip archive holding it alone, base64-encoded."""
+	buffer = io.BytesIO()
+	with zipfile.ZipFile(buffer, 'w', zipfile.ZIP_DEFLATED) as archive:
+		archive.write(path, path.name)
+	return base64.b64encode(buffer.getvalue()).decode('ascii')
 
 
 def write_download(directory: Path, name: str, data: bytes) -> None:

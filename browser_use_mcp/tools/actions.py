@@ -9,10 +9,16 @@ where a form control's value is set (with the input and change events a user's c
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
+import os
+import re
+import tempfile
+import time
 import weakref
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -21,7 +27,7 @@ from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.patches import internals
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import cdp_page, current_url, element, viewport_size
+from browser_use_mcp.tools.common import cdp_page, current_url, element, resolve_tab, viewport_size
 
 logger = logging.getLogger('browser_use_mcp.tools')
 
@@ -733,13 +739,9 @@ async def browser_upload_file(state: SessionState, args: UploadFileArgs, call: C
 	"""Choose a file for a file input of the session's current page (by index from browser_get_state; a label or
 	button holding the input will do): a file from the session's own files directory (path), or one sent inline
 	(content_base64 and name, at most 2 MiB). The page gets its input and change events; submit the form as usual."""
-	if state.config.grid_url and not (state.is_default and state.config.grid_default_session == 'local'):
-		raise BrowserActionFailed(
-			'browser_upload_file is not available for sessions on a Selenium Grid: the browser there cannot read this '
-			"server's files."
-		)
 	node = await element(state, args.index)
-	source = _upload_source(state, args)
+	source = await asyncio.to_thread(_upload_source, state, args)
+	chosen_path = await _reachable_path(state, source)
 	cdp = await state.browser_session.cdp_client_for_node(node)
 	send, session_id = cdp.cdp_client.send, cdp.session_id
 	resolved = await send.DOM.resolveNode(params={'backendNodeId': node.backend_node_id}, session_id=session_id)
@@ -754,7 +756,7 @@ async def browser_upload_file(state: SessionState, args: UploadFileArgs, call: C
 				f'index: element {args.index} is a {await call_on(state, node, DESCRIBE)}, not a file input, nor a label or '
 				'element holding exactly one. Nothing was chosen.'
 			)
-		await send.DOM.setFileInputFiles(params={'files': [str(source)], 'objectId': target}, session_id=session_id)
+		await send.DOM.setFileInputFiles(params={'files': [chosen_path], 'objectId': target}, session_id=session_id)
 		chosen = await send.Runtime.callFunctionOn(
 			params={'functionDeclaration': FILES_SET, 'objectId': target, 'returnByValue': True}, session_id=session_id
 		)
@@ -766,4 +768,169 @@ async def browser_upload_file(state: SessionState, args: UploadFileArgs, call: C
 	value = (chosen.get('result') or {}).get('value') or {}
 	if source.name not in (value.get('names') or []):
 		raise BrowserActionFailed(f'The file input of element {args.index} did not take {source.name!r}.')
-	return f'Chose {source.name} ({source.stat().st_size} bytes) in the file input of element {args.index}'
+	where = ' (copied to the Selenium Grid node first)' if chosen_path != str(source) else ''
+	return f'Chose {source.name} ({source.stat().st_size} bytes) in the file input of element {args.index}{where}'
+
+
+async def _reachable_path(state: SessionState, source: Path) -> str:
+	"""The path of ``source`` as the session's browser can read it: ours, or on a Selenium Grid the path
+	of a copy on its node (the browser there cannot read this server's files)."""
+	from browser_use_mcp.providers.grid import GridEndpoint, GridError
+
+	endpoint = getattr(state.browser, 'endpoint', None)
+	if not isinstance(endpoint, GridEndpoint):
+		return str(source)
+	try:
+		return await endpoint.upload(source)
+	except GridError as exc:
+		raise BrowserActionFailed(
+			f'Copying {source.name} to the Selenium Grid node failed ({exc}); nothing was chosen. The Grid must accept '
+			'WebDriver file uploads (POST /session/<id>/se/file, on by default in Grid 4).'
+		) from None
+
+
+# -- save as PDF ---------------------------------------------------------------------------
+
+MAX_PDF_BYTES = 50 * 1024 * 1024  # one PDF; a longer document is refused, nothing is written
+MAX_FILES_BYTES = 500 * 1024 * 1024  # the session's files directory: no PDF is added beyond it
+PDF_TIMEOUT = 60.0  # s the browser gets to lay out and print the page
+PDF_CHUNK = 1024 * 1024  # bytes read from the browser's PDF stream at a time
+PDF_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.pdf')
+# how Chromium refuses Page.printToPDF where it cannot print (a browser with a window)
+NO_PRINTING = ('not implemented', 'not available', 'not supported', 'printing is disabled')
+
+
+class SavePdfArgs(Args):
+	path: str | None = Field(
+		None,
+		min_length=1,
+		max_length=104,
+		description="File name of the PDF, a plain name ending in .pdf (e.g. invoice.pdf), written into the session's "
+		'files directory (never elsewhere; an existing file of that name is replaced). Default: page-<date>-<time>.pdf.',
+	)
+	tab_id: str | None = Field(
+		None,
+		min_length=1,
+		max_length=64,
+		description='The tab_id (browser_list_tabs) of the tab to print; omit for the current tab.',
+	)
+	landscape: bool = Field(False, description='Landscape pages instead of portrait.')
+
+
+def _pdf_name(path: str | None) -> str:
+	if path is None:
+		return time.strftime('page-%Y%m%d-%H%M%S.pdf', time.gmtime())
+	if not PDF_NAME.fullmatch(path) or '..' in path:
+		raise InvalidArgument(
+			f'path: {path[:200]!r} is not allowed: give a plain file name ending in .pdf (letters, digits, ".", "_", "-"; '
+			'at most 104 characters; no directories, no ".."), e.g. "invoice.pdf". It is written into the session\'s '
+			'own files directory, never anywhere else.'
+		)
+	return path
+
+
+def _files_size(directory: Path) -> int:
+	total = 0
+	for root, _, names in os.walk(directory):
+		for name in names:
+			with contextlib.suppress(OSError):
+				total += os.lstat(os.path.join(root, name)).st_size
+	return total
+
+
+def _write_pdf(directory: Path, name: str, chunks: list[bytes]) -> Path:
+	"""Write ``directory/name`` whole or not at all, private to the server's user."""
+	directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+	target = directory / name
+	if target.resolve().parent != directory.resolve():  # belt and braces: _pdf_name forbids it already
+		raise InvalidArgument(f"path: {name!r} would leave the session's files directory.")
+	fd, tmp = tempfile.mkstemp(prefix='.printing-', suffix='.pdf', dir=directory)
+	try:
+		with os.fdopen(fd, 'wb') as out:
+			for chunk in chunks:
+				out.write(chunk)
+		os.replace(tmp, target)
+	except BaseException:
+		with contextlib.suppress(OSError):
+			os.unlink(tmp)
+		raise
+	return target
+
+
+@tool('Save the page as PDF', destructive=False, idempotent=False, open_world=False)
+async def browser_save_pdf(state: SessionState, args: SavePdfArgs, call: Call) -> str:
+	"""Print the session's current page (or the tab given) to a PDF file in the session's files directory, as
+	Chromium's print preview would lay it out (print stylesheet, backgrounds, A4/Letter pages as the page asks);
+	the result gives the file's path and size. Needs a headless browser (the default)."""
+	name = _pdf_name(args.path)
+	files = Path(state.dirs.files)
+	if args.tab_id is not None:
+		target = await resolve_tab(state, args.tab_id)
+		cdp = await state.browser_session.get_or_create_cdp_session(target_id=target, focus=False)
+	else:
+		cdp = await cdp_page(state)
+	send, session_id = cdp.cdp_client.send, cdp.session_id
+	used = await asyncio.to_thread(_files_size, files)
+	if used >= MAX_FILES_BYTES:
+		raise BrowserActionFailed(
+			f"The session's files directory already holds {used // (1024 * 1024)} MiB (the limit is "
+			f'{MAX_FILES_BYTES // (1024 * 1024)} MiB); no PDF was written. Close the session to free it, or use a new one.'
+		)
+	params = {'landscape': args.landscape, 'printBackground': True, 'transferMode': 'ReturnAsStream'}
+	try:
+		printed = await asyncio.wait_for(send.Page.printToPDF(params=params, session_id=session_id), PDF_TIMEOUT)
+	except TimeoutError:
+		raise BrowserActionFailed(
+			f'Printing the page to PDF took more than {PDF_TIMEOUT:.0f} s; nothing was written. A very long page may print '
+			'faster in parts (scroll to what you need and save it, or browser_get_html).'
+		) from None
+	except Exception as exc:
+		message = str(exc)
+		if any(words in message.lower() for words in NO_PRINTING):
+			raise BrowserActionFailed(
+				"This session's browser cannot print to PDF: Chromium prints only when headless, and this one has a window "
+				f'({message[:200]}). Nothing was written. A server started headless (the default; not --headed or '
+				'BROWSER_USE_HEADLESS=false) can; browser_screenshot works here.'
+			) from None
+		raise BrowserActionFailed(
+			f'Printing the page to PDF failed: {message.splitlines()[0][:300] if message else exc!r}'
+		) from None
+	stream = printed.get('stream')
+	chunks: list[bytes] = []
+	size = 0
+	try:
+		if not stream:  # an older browser that ignores transferMode sends it whole
+			chunks.append(base64.b64decode(printed.get('data') or ''))
+			size = len(chunks[0])
+		while stream:
+			read = await asyncio.wait_for(
+				send.IO.read(params={'handle': stream, 'size': PDF_CHUNK}, session_id=session_id), PDF_TIMEOUT
+			)
+			data = read.get('data') or ''
+			chunk = base64.b64decode(data) if read.get('base64Encoded') else data.encode('latin-1')
+			size += len(chunk)
+			if size > MAX_PDF_BYTES:
+				break
+			chunks.append(chunk)
+			if read.get('eof'):
+				break
+	finally:
+		if stream:
+			with contextlib.suppress(Exception):
+				await send.IO.close(params={'handle': stream}, session_id=session_id)
+	if size > MAX_PDF_BYTES:
+		raise BrowserActionFailed(
+			f'The PDF of this page is larger than {MAX_PDF_BYTES // (1024 * 1024)} MiB; nothing was written. Save a '
+			'shorter page, or read it with browser_get_html.'
+		)
+	if not chunks or not chunks[0].startswith(b'%PDF'):
+		raise BrowserActionFailed('The browser returned no PDF for this page; nothing was written.')
+	written = await asyncio.to_thread(_write_pdf, files, name, chunks)
+	return f"Saved a PDF of {await _url_of(cdp)} to {written} ({size} bytes); in the session's files directory as {name}"
+
+
+async def _url_of(cdp: Any) -> str:
+	with contextlib.suppress(Exception):
+		info = await cdp.cdp_client.send.Target.getTargetInfo(params={'targetId': cdp.target_id})
+		return info['targetInfo']['url']
+	return 'the page'

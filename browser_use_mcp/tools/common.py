@@ -188,7 +188,8 @@ def _element_info(index: int, node: Any, live: dict[str, Any] | None = None) -> 
 	for attr in ('placeholder', 'href'):
 		if node.attributes.get(attr):
 			info[attr] = node.attributes[attr]
-	info.update(form_state(node))
+	if FORM_STATE:
+		info.update(form_state(node))
 	if live:
 		info.update(live)
 	return info
@@ -198,6 +199,7 @@ def _element_info(index: int, node: Any, live: dict[str, Any] | None = None) -> 
 # checked state (browser-use leaves out password, file and hidden inputs and payment/one-time-code
 # fields), and the accessibility tree's disabled, expanded and checked. Only keys that apply, and
 # disabled only when true: a page without forms gets no longer.
+FORM_STATE = True  # False: states without form state (benchmarks.form_state measures what it costs)
 NO_VALUE_TYPES = frozenset({'checkbox', 'radio', 'file', 'hidden', 'submit', 'button', 'reset', 'image', 'password'})
 CHECKABLE_ROLES = frozenset({'checkbox', 'radio', 'switch', 'menuitemcheckbox', 'menuitemradio'})
 VALUE_CHARS = 200
@@ -308,7 +310,7 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 		'interactive_elements': [],
 	}
 	if held is not None and held.pending:  # in another tab
-		result['dialog'] = held.first().describe()
+		result['dialog'] = held.first().describe(with_tab=True)
 	if summary.page_info:
 		pi = summary.page_info
 		result['viewport'] = {'width': pi.viewport_width, 'height': pi.viewport_height}
@@ -323,7 +325,7 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 				'height': summary.page_info.viewport_height,
 			}
 
-	live = await _live_form(state, elements)
+	live = await _live_form(state, elements) if FORM_STATE else {}
 
 	def text() -> str:
 		result['interactive_elements'] = [_element_info(i, n, live.get(i)) for i, n in elements.items()]

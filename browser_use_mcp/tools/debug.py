@@ -146,6 +146,7 @@ class Recorder:
 	tabs: Any = None  # session_id -> target_id (browser-use's session manager)
 	tasks: set[asyncio.Task[None]] = field(default_factory=set)  # enabling the domains on tabs, in the background
 	speakers: dict[tuple[str, str], str] = field(default_factory=dict)  # (domain, target_id) -> the CDP session recorded for it
+	har: Any = None  # har.HarLog of the session's recording (the ``har`` kind), fed the same Network events
 
 	def target(self, session_id: str | None) -> str | None:
 		if not session_id or self.tabs is None:
@@ -335,6 +336,22 @@ def watch(state: SessionState) -> None:
 	rec.tabs = getattr(bs, 'session_manager', None)
 	root = internals.root_cdp_client(bs)
 	pending = rec.tasks
+	recording = getattr(state, 'recording', None)
+	har = getattr(recording, 'har', None)
+	if har is not None and root is not None:  # the HAR's bodies: asked of the tab that loaded them, in the background
+		har.fetch = lambda request_id, session_id: root.send_raw('Network.getResponseBody', {'requestId': request_id}, session_id)
+	rec.har = har
+
+	def heard(handler: Any, name: str, domain: str) -> Any:
+		to_har = getattr(har, name, None) if domain == 'Network' and har is not None else None
+
+		def on_event(params: dict[str, Any], session_id: str | None) -> None:
+			if rec.heard(domain, session_id):
+				handler(params, session_id)
+				if to_har is not None:
+					to_har(params, session_id)
+
+		return on_event
 
 	def guarded(method: str, handler: Any) -> Any:
 		def on_event(params: Any, session_id: str | None = None) -> None:
@@ -357,12 +374,7 @@ def watch(state: SessionState) -> None:
 		if root is None:
 			raise internals.Unavailable('no root CDP client')
 		for method, name in _EVENTS.items():
-			handler = getattr(rec, name)
-			internals.hook_cdp_event(
-				root,
-				method,
-				guarded(method, lambda p, s, h=handler, d=method.split('.')[0]: h(p, s) if rec.heard(d, s) else None),
-			)
+			internals.hook_cdp_event(root, method, guarded(method, heard(getattr(rec, name), name, method.split('.')[0])))
 		internals.hook_cdp_event(root, 'Target.detachedFromTarget', guarded('Target.detachedFromTarget', rec.on_detached))
 		internals.hook_cdp_event(root, 'Target.attachedToTarget', guarded('Target.attachedToTarget', on_attached))
 	except internals.Unavailable as exc:

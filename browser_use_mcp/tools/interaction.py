@@ -14,7 +14,7 @@ from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.actions import call_on
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import cdp_page, current_url, dispatch, element, open_url, viewport_size
+from browser_use_mcp.tools.common import cdp_page, current_url, dispatch, element, open_url, resolve_tab, viewport_size
 
 
 class ClickArgs(Args):
@@ -288,17 +288,25 @@ class HandleDialogArgs(Args):
 		max_length=10_000,
 		description="For a prompt: the text to answer with (accept: true); omit for the prompt's default.",
 	)
+	tab_id: str | None = Field(
+		None,
+		min_length=1,
+		max_length=64,
+		description='The tab_id (browser_list_tabs) whose dialog to answer; omit for the current tab (or the one open).',
+	)
 
 
 @tool('Answer a dialog', destructive=True, idempotent=False, open_world=True)
 async def browser_handle_dialog(state: SessionState, args: HandleDialogArgs, call: Call) -> str:
-	"""Answer the JavaScript dialog (alert, confirm, prompt, or leave-page) open in the session's page.
-	Dialogs wait for an answer only on a server started with --dialogs hold (otherwise they are accepted at
-	once, prompts cancelled); an open one is told in a note and shown by browser_get_state."""
+	"""Answer the JavaScript dialog (alert, confirm, prompt, or leave-page) open in the session's page, or in
+	the tab given. Dialogs wait for an answer only in a session that holds them (a server started with --dialogs
+	hold, or browser_create_session{dialogs: "hold"}; otherwise they are accepted at once, prompts cancelled);
+	an open one is told in a note and shown by browser_get_state."""
 	if not dialogs.holding(state):
 		raise InvalidArgument(
-			'No dialog is open: this server answers JavaScript dialogs itself (alerts, confirms and leave-page dialogs '
-			'are accepted, prompts cancelled). Start it with --dialogs hold to answer them with this tool.'
+			'No dialog is open: this session answers JavaScript dialogs itself (alerts, confirms and leave-page dialogs '
+			'are accepted, prompts cancelled). Create a session with browser_create_session{dialogs: "hold"}, or start '
+			'the server with --dialogs hold, to answer them with this tool.'
 		)
 	held = dialogs.watch(state)
 	if held is None:
@@ -306,8 +314,16 @@ async def browser_handle_dialog(state: SessionState, args: HandleDialogArgs, cal
 			'This server cannot hold dialogs (its dialog_hold patch is off or refused: `browser-use-mcp doctor` says '
 			'why), so the browser answers them itself: alerts, confirms and leave-page dialogs accepted, prompts cancelled.'
 		)
-	focused = (await cdp_page(state)).session_id
-	dialog = held.pending.get(focused) or held.first()
+	if args.tab_id is not None:
+		target = await resolve_tab(state, args.tab_id)
+		dialog = held.in_tab(target)
+		if dialog is None:
+			elsewhere = [d.target_id[-4:] for d in held.pending.values() if d.target_id and d.target_id != target]
+			hint = f' Tab(s) with one: {", ".join(sorted(set(elsewhere)))}.' if elsewhere else ''
+			raise InvalidArgument(f'tab_id: no dialog is open in tab {args.tab_id!r}; nothing was answered.{hint}')
+	else:
+		focused = (await cdp_page(state)).session_id
+		dialog = held.pending.get(focused) or held.first()
 	if dialog is None:
 		raise InvalidArgument('No dialog is open in this session; nothing was answered.')
 	if args.prompt_text is not None and dialog.kind != 'prompt':

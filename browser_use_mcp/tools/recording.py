@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import Field
 
 from browser_use_mcp.errors import SessionNotFound, ToolError
-from browser_use_mcp.recorder import RESULT_LIMIT, RecordingExpired, read_trace
+from browser_use_mcp.recorder import HAR_FILE, RESULT_LIMIT, RecordingExpired, read_trace
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Args, Call, Output, Reply, as_json, tool
 
@@ -39,8 +40,16 @@ class RecordedCall(Output):
 
 class Recording(Output):
 	session_id: str
-	kinds: list[str] = Field(description='What was recorded: ["trace"].')
+	kinds: list[str] = Field(description='What is recorded: "trace", "har", "video".')
 	directory: str = Field(description='Where the recording is kept on the server.')
+	har: str | None = Field(
+		description='Path of the HAR 1.2 file of the session\'s traffic (kind "har"), up to date as of this call.'
+	)
+	video: str | None = Field(
+		description='Path of the WebM video of the focused tab (kind "video"); complete once the session closed.'
+	)
+	video_note: str | None = Field(description='Why the video stopped early (its size cap, ffmpeg failing); null: fine.')
+	dashboard: str = Field(description='Path of its replay page on the dashboard (with a zip of everything).')
 	live: bool = Field(description='false: the session is closed; the recording is kept for --recordings-ttl.')
 	started: float
 	closed: float | None
@@ -51,10 +60,10 @@ class Recording(Output):
 
 @tool('Get a session recording', read_only=True, open_world=False)
 async def browser_get_recording(registry: SessionRegistry, args: GetRecordingArgs, call: Call) -> Reply[Recording]:
-	"""Return the flight recording of one of your sessions, made when it was created with record: ["trace"] (or the
-	server runs with --record trace): every call in order with its arguments (secrets redacted), result, error,
-	duration, URL and title before and after, and the path of a screenshot after each page-changing call. Works
-	for an open session and, for a while, a closed one."""
+	"""Return the flight recording of one of your sessions, made when it was created with record: "trace", "har"
+	and/or "video" (or the server runs with --record): every call in order with its arguments (secrets redacted),
+	result, error, duration, URL and title before and after, and the path of a screenshot after each page-changing
+	call; the paths of its HAR file and video. Works for an open session and, for a while, a closed one."""
 	sid = registry.normalize_id(args.session_id)
 	try:
 		rec = registry.recordings.get(call.principal, sid) if registry.recordings is not None else None
@@ -71,6 +80,8 @@ async def browser_get_recording(registry: SessionRegistry, args: GetRecordingArg
 			)
 		raise SessionNotFound(sid)
 	await rec.settle()  # the last call's screenshot, if it is still being taken
+	live = next((s for s in registry.sessions(call.principal) if s.recording is rec), None)
+	await rec.snapshot(live)  # the HAR and the console/network rows so far
 	lines = await asyncio.to_thread(read_trace, rec)
 	calls = []
 	for line in lines:
@@ -81,8 +92,12 @@ async def browser_get_recording(registry: SessionRegistry, args: GetRecordingArg
 		calls.append(RecordedCall(**{k: line.get(k) for k in RecordedCall.model_fields}))
 	out = Recording(
 		session_id=sid,
-		kinds=['trace'],
+		kinds=list(rec.kinds),
 		directory=str(rec.path),
+		har=str(rec.path / HAR_FILE) if rec.har is not None and (rec.path / HAR_FILE).exists() else None,
+		video=str(rec.video) if rec.video is not None and rec.video.exists() else None,
+		video_note=rec.video_note,
+		dashboard=f'/dashboard/recordings/{quote(sid, safe="")}',
 		live=rec.closed_at is None,
 		started=rec.started,
 		closed=rec.closed_at,

@@ -58,6 +58,7 @@ from browser_use_mcp.guard import (
 )
 from browser_use_mcp.logs import announce, hide
 from browser_use_mcp.metrics import Metrics, guarded, needs_token
+from browser_use_mcp.oauth import IssuerUnavailable, JwtBackend, JwtVerifier, OAuthSettings, RequireBearer, metadata_routes
 from browser_use_mcp.server import PrincipalOf, build_server
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
 from browser_use_mcp.telemetry import Telemetry
@@ -92,7 +93,7 @@ def check_exposure(config: ServerConfig) -> None:
 	An unauthenticated server hands out real browsers (and, for the default session, the
 	user's persistent profile) to whoever can connect, so exposing one must be a decision.
 	"""
-	if config.auth_tokens or config.allow_unauthenticated or is_loopback(config.host):
+	if config.auth_tokens or config.auth == 'oauth' or config.allow_unauthenticated or is_loopback(config.host):
 		return
 	raise SystemExit(
 		f'Refusing to serve HTTP on {config.host} without authentication: anyone who can reach that address could '
@@ -438,7 +439,36 @@ class LegacySse:
 			stream.cancel.cancel()
 
 
-def metrics_routes(metrics: Metrics, config: ServerConfig, verifier: TokenPrincipals | None) -> list[Route]:
+Verifier = TokenPrincipals | JwtVerifier
+
+
+def oauth_settings(config: ServerConfig) -> OAuthSettings:
+	assert config.oauth_issuer is not None and config.oauth_audience is not None  # validate() saw to it
+	return OAuthSettings(
+		issuer=config.oauth_issuer,
+		audience=config.oauth_audience,
+		required_scopes=config.oauth_required_scopes,
+		principal_claim=config.oauth_principal_claim.strip(),
+		resource_url=config.oauth_resource_url,
+		min_refresh=config.oauth_jwks_min_refresh,
+	)
+
+
+async def start_oauth(config: ServerConfig) -> JwtVerifier:
+	"""The JWT verifier with the issuer's keys loaded; an issuer that does not answer is a start-up error."""
+	verifier = JwtVerifier(oauth_settings(config))
+	try:
+		await verifier.discover()
+	except IssuerUnavailable as exc:
+		await verifier.close()
+		raise SystemExit(
+			f'--auth oauth: cannot load the keys of the issuer {config.oauth_issuer}: {exc}. Check --issuer (the URL the '
+			'provider names as its issuer) and that this machine can reach it.'
+		) from None
+	return verifier
+
+
+def metrics_routes(metrics: Metrics, config: ServerConfig, verifier: Verifier | None) -> list[Route]:
 	"""/healthz, /readyz, /metrics: without a token on a loopback bind or with --metrics-public,
 	else behind the same tokens as /mcp (any token sees the whole server's figures)."""
 	principal_of = verifier.principal if verifier is not None else None
@@ -450,7 +480,7 @@ def metrics_routes(metrics: Metrics, config: ServerConfig, verifier: TokenPrinci
 def build_app(
 	server: Server[Any],
 	config: ServerConfig,
-	verifier: TokenPrincipals | None,
+	verifier: Verifier | None,
 	dashboard: Dashboard | None = None,
 	metrics: Metrics | None = None,
 ) -> Starlette:
@@ -478,10 +508,14 @@ def build_app(
 
 	# first: a ?token= is gone from the URL before anything logs it; then no body is read unbounded
 	middleware: list[Middleware] = [Middleware(HideToken), Middleware(BodyLimit, limit_for=body_limit)]
-	if verifier is not None:
+	if isinstance(verifier, JwtVerifier):
+		middleware.append(Middleware(AuthenticationMiddleware, backend=JwtBackend(verifier)))
+	elif verifier is not None:
 		middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)))
 
 	def protect(app: ASGIApp) -> ASGIApp:
+		if isinstance(verifier, JwtVerifier):
+			return RequireBearer(app, verifier.settings, MCP_PATH)
 		return RequireAuthMiddleware(app, required_scopes=[]) if verifier is not None else _Asgi(app)
 
 	@contextlib.asynccontextmanager
@@ -505,6 +539,7 @@ def build_app(
 		Route(MESSAGES_PATH, endpoint=protect(legacy.transport.handle_post_message)),
 		*(dashboard.routes() if dashboard is not None else []),
 		*(metrics_routes(metrics, config, verifier) if metrics is not None else []),
+		*(metadata_routes(verifier.settings, verifier.issuer, MCP_PATH) if isinstance(verifier, JwtVerifier) else []),
 	]
 	app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 	app.state.legacy_sse = legacy
@@ -569,11 +604,18 @@ async def serve_http(config: ServerConfig) -> None:
 	check_exposure(config)
 	check_tokens(config)
 	hide(*config.auth_tokens)  # no log line carries one verbatim, whoever logs it
-	verifier = TokenPrincipals(config.auth_tokens) if config.auth_tokens else None
+	verifier: Verifier | None = TokenPrincipals(config.auth_tokens) if config.auth_tokens else None
+	if config.auth == 'oauth':
+		verifier = await start_oauth(config)
 	short = sum(1 for t in config.auth_tokens if len(t) < MIN_TOKEN_LENGTH)
 	if short:
 		logger.warning('%d auth token(s) are shorter than %d characters and could be guessed', short, MIN_TOKEN_LENGTH)
-	sock = bind_socket(config.host, config.port)
+	try:
+		sock = bind_socket(config.host, config.port)
+	except SystemExit:
+		if isinstance(verifier, JwtVerifier):
+			await verifier.close()
+		raise
 
 	registry = SessionRegistry(config)
 	telemetry = Telemetry(config)
@@ -596,7 +638,7 @@ async def serve_http(config: ServerConfig) -> None:
 		)
 		app = build_app(server, config, verifier, dashboard, metrics)
 		legacy = app.state.legacy_sse
-		if config.auth_token_file is not None and verifier is not None:
+		if config.auth_token_file is not None and isinstance(verifier, TokenPrincipals):
 			reloader = TokenReloader(
 				config.auth_token_file, fixed_tokens, verifier, registry, dashboard, interval=config.token_file_poll
 			)
@@ -606,7 +648,10 @@ async def serve_http(config: ServerConfig) -> None:
 		serving = asyncio.create_task(uv.serve(sockets=[sock]), name='http-server')
 		bare = config.host.strip('[]')
 		host = f'[{bare}]' if ':' in bare else bare
-		auth = f'{len(verifier)} token(s)' if verifier else 'no authentication'
+		if isinstance(verifier, JwtVerifier):
+			auth = f'OAuth: JWTs of {verifier.issuer} for {verifier.settings.audience}'
+		else:
+			auth = f'{len(verifier)} token(s)' if verifier else 'no authentication'
 		if reloader is not None:
 			auth += f', reloaded from {config.auth_token_file} on SIGHUP or change'
 		announce(
@@ -635,6 +680,8 @@ async def serve_http(config: ServerConfig) -> None:
 					logger.warning('ending the legacy SSE streams failed', exc_info=True)
 			await stop_uvicorn(uv, serving)
 		sock.close()
+		if isinstance(verifier, JwtVerifier):
+			await verifier.close()
 		telemetry.stopped()
 
 

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 from tests.e2e.test_http import TOKENS, connect, http_server
-from tests.support import Mcp, RawServer, server_env
+from tests.support import Mcp, RawServer, server_env, wait_until
 
 
 def new_id(prefix: str) -> str:
@@ -162,5 +162,91 @@ async def test_idle_expiry_keeps_a_durable_session(tmp_path: Path, site: str) ->
 			back = await mcp.ok('browser_evaluate', session_id=sid, expression='document.title')
 			assert back.structured['result'] == 'Me: dan / n4', 'no "lost its state" error: reopened instead'
 			assert 'restored durable session' in '\n'.join(back.texts)
+	finally:
+		await server.stop()
+
+
+def record_shows(home: Path, *words: str) -> bool:
+	"""The one durable record on disk names all of ``words`` (a save after the calls has landed)."""
+	found = records(home)
+	return len(found) == 1 and all(w in found[0].read_text() for w in words)
+
+
+async def test_each_page_change_is_saved_so_a_killed_server_loses_nothing(tmp_path: Path, site: str) -> None:
+	home, sid = tmp_path / 'home', new_id('crash')
+	first = await RawServer(home).start()
+	try:
+		async with first.client() as mcp:
+			await mcp.ok('browser_create_session', session_id=sid, persist=True)
+			assert not record_shows(home, 'eve'), 'the record made at creation has no cookie yet'
+			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/signin?user=eve&note=n5')
+			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/me')
+			# saved in the background after the calls, while the session goes on running
+			assert wait_until(lambda: record_shows(home, 'eve', f'{site}/me'), timeout=30), records(home)
+			assert (await listed(mcp))[sid]['running'] is True
+	finally:
+		await first.stop()  # SIGKILL: no orderly save at the end
+
+	second = await RawServer(home).start()
+	try:
+		async with second.client() as mcp:
+			back = await mcp.ok('browser_evaluate', session_id=sid, expression='document.title')
+			assert back.structured['result'] == 'Me: eve / n5', 'the page and its cookie, as the last save had them'
+			assert 'restored durable session' in '\n'.join(back.texts)
+	finally:
+		await second.stop()
+
+
+async def test_every_tab_and_the_creation_options_come_back(tmp_path: Path, site: str) -> None:
+	home, sid = tmp_path / 'home', new_id('tabs')
+	options = {'viewport': {'width': 500, 'height': 700}, 'locale': 'de-DE'}
+	first = await RawServer(home).start()
+	try:
+		async with first.client() as mcp:
+			await mcp.ok('browser_create_session', session_id=sid, persist=True, **options)
+			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two')
+			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/form', new_tab=True)
+			tabs = (await mcp.ok('browser_list_tabs', session_id=sid)).structured['tabs']
+			first_tab = next(t['tab_id'] for t in tabs if t['url'] == f'{site}/two')
+			await mcp.ok('browser_switch_tab', session_id=sid, tab_id=first_tab)  # /two is the focused tab again
+	finally:
+		await stop(first)
+
+	second = await RawServer(home).start()
+	try:
+		async with second.client() as mcp:
+			back = await mcp.ok(
+				'browser_evaluate', session_id=sid, expression='[location.href, innerWidth, navigator.language].join(" ")'
+			)
+			assert back.structured['result'] == f'{site}/two 500 de-DE', 'the focused tab, with the options it was made with'
+			note = '\n'.join(back.texts)
+			assert 'and 1 other tab(s)' in note and 're-applied its options (viewport, locale)' in note, note
+			tabs = (await mcp.ok('browser_list_tabs', session_id=sid)).structured['tabs']
+			assert sorted(t['url'] for t in tabs) == [f'{site}/form', f'{site}/two']
+			listed_options = (await listed(mcp))[sid].get('options')
+			assert listed_options is None or listed_options['locale'] == 'de-DE'
+	finally:
+		await stop(second)
+
+
+async def test_options_no_longer_accepted_give_a_note_and_the_defaults(tmp_path: Path, site: str) -> None:
+	import json
+
+	home, sid = tmp_path / 'home', new_id('opts')
+	server = await RawServer(home).start()
+	try:
+		async with server.client() as mcp:
+			await mcp.ok('browser_create_session', session_id=sid, persist=True, locale='de-DE')
+			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two')
+			await mcp.ok('browser_close_session', session_id=sid)
+			[record] = records(home)
+			data = json.loads(record.read_text())
+			assert data['options'] == {'locale': 'de-DE'}
+			data['options']['locale'] = 'not a locale!'  # edited, or a rule tightened since
+			record.write_text(json.dumps(data))
+			back = await mcp.ok('browser_evaluate', session_id=sid, expression='location.href')
+			note = '\n'.join(back.texts)
+			assert back.structured['result'] == f'{site}/two'
+			assert 'could not be re-applied (locale: ' in note and "it reopens with the server's defaults" in note, note
 	finally:
 		await server.stop()

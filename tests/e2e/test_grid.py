@@ -251,3 +251,32 @@ async def test_grid_sessions_take_session_options_but_a_proxy(
 		seen = (await mcp.ok('browser_evaluate', session_id='g-opt', expression=expression)).structured['result']
 		assert seen == ['GridOptions/1.0', 'fr-FR', 'America/New_York', 500, 'yes']
 		await mcp.ok('browser_close_all')
+
+
+async def test_upload_copies_the_file_to_the_node_and_the_site_receives_its_bytes(
+	raw: list[RawServer], grid: GridServer, tmp_path: Path, site: str
+) -> None:
+	import base64
+	import hashlib
+
+	data = bytes(range(256)) * 300  # binary, 76,800 bytes
+	server = await start(raw, grid, tmp_path / 'home', '--tools', 'all')
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', session_id='g-up', url=f'{site}/upload')
+		state = await mcp.page_state('g-up')
+		field = next(e['index'] for e in state['interactive_elements'] if e['tag'] == 'input')
+		arguments = {'session_id': 'g-up', 'index': field, 'content_base64': base64.b64encode(data).decode(), 'name': 'blob.bin'}
+		chose = await mcp.client.call_tool('browser_upload_file', arguments, read_timeout_seconds=60)  # Mcp.ok has a name
+		text = chose.content[0].text
+		assert not chose.is_error and 'blob.bin' in text and 'Selenium Grid node' in text, text
+		# the browser on the node read the node's copy: the Grid keeps uploads in its temp dir (tests/gridserver.py)
+		copies = [p for p in grid.tmp_dir.rglob('blob.bin') if p.is_file()]
+		assert copies and all(c.read_bytes() == data for c in copies), copies
+		assert not any(c.is_relative_to(server.home) for c in copies)
+		state = await mcp.page_state('g-up')
+		send = next(e['index'] for e in state['interactive_elements'] if e['text'] == 'Send')
+		await mcp.ok('browser_click', session_id='g-up', index=send)
+		received = await mcp.ok(
+			'browser_evaluate', session_id='g-up', expression='[...document.querySelectorAll(".got")].map(p => p.textContent)'
+		)
+		assert received.structured['result'] == [f'blob.bin:{len(data)}:{hashlib.sha256(data).hexdigest()}']

@@ -98,3 +98,21 @@ async def test_replay_page_is_escaped_and_its_principals_only(server: HttpServer
 			assert other.status_code == unknown.status_code == 404
 			assert other.json() == unknown.json()
 		assert (await http.get(f'{base}/recordings/replayed')).status_code == 401
+
+
+async def test_a_video_over_its_cap_stops_and_says_so_while_the_session_works(server: HttpServer, site: str) -> None:
+	"""Half the 4 KB cap is less than one frame: ffmpeg stops at its -fs limit, the video says why,
+	and the session's calls go on (as with a full disk)."""
+	async with connect(server, TOKENS['alpha']) as alpha:
+		sid = {'session_id': 'tiny-video'}
+		await alpha.ok('browser_create_session', record=['video', 'har'], **sid)
+		for path in ('/', '/long', '/two', '/long'):
+			await alpha.ok('browser_navigate', url=f'{site}{path}', **sid)
+			await alpha.ok('browser_scroll', **sid)
+		await alpha.ok('browser_close_session', **sid)
+		rec = (await alpha.ok('browser_get_recording', **sid)).structured
+		assert rec['video_note'], rec
+		assert rec['truncated'] and 'size cap' in rec['truncated']  # the HAR did not fit either
+		assert 'size cap' in rec['video_note']
+		if rec['video']:  # ffmpeg checks -fs between packets: the one keyframe that passed it stays
+			assert Path(rec['video']).stat().st_size < 64 * 1024

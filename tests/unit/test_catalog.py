@@ -396,6 +396,7 @@ INTERACTION_TOOLS = [
 	'browser_drag',
 	'browser_wait_for',
 	'browser_upload_file',
+	'browser_save_pdf',
 ]
 
 

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -16,10 +17,11 @@ from browser_use_mcp.recorder import Recording, RecordingExpired, Recordings, pa
 
 def test_kinds() -> None:
 	assert parse_kinds('trace') == ('trace',) == parse_kinds(['trace', 'TRACE'])
-	for bad, words in (('har', 'not supported yet'), ('video', 'not supported yet'), ('pcap', 'unknown kind'), (3, 'list')):
+	assert parse_kinds(['har', 'Video', 'trace', 'har']) == ('har', 'video', 'trace')
+	for bad, words in (('pcap', 'unknown kind'), (['trace', 'gif'], 'unknown kind'), (3, 'list'), ([1], 'list')):
 		with pytest.raises(ValueError, match=words) as info:
 			parse_kinds(bad)
-		assert 'valid kinds: trace' in str(info.value)
+		assert 'valid kinds: trace, har, video' in str(info.value)
 
 
 def test_server_wide_setting(tmp_path: Path) -> None:
@@ -28,8 +30,9 @@ def test_server_wide_setting(tmp_path: Path) -> None:
 	assert load_config({**env, 'BROWSER_USE_MCP_RECORD': 'trace'}, browser_use=False).record == ('trace',)
 	config = load_config(env, browser_use=False, record=('trace',), recordings_ttl=60.0)
 	assert config.record == ('trace',) and config.recordings_ttl == 60.0
-	with pytest.raises(SystemExit, match='--record.*not supported yet'):
-		load_config({**env, 'BROWSER_USE_MCP_RECORD': 'video'}, browser_use=False)
+	assert load_config({**env, 'BROWSER_USE_MCP_RECORD': 'har,video'}, browser_use=False).record == ('har', 'video')
+	with pytest.raises(SystemExit, match='--record.*unknown kind'):
+		load_config({**env, 'BROWSER_USE_MCP_RECORD': 'movie'}, browser_use=False)
 
 
 def test_redaction() -> None:
@@ -121,3 +124,87 @@ def test_flags(tmp_path: Path) -> None:
 	assert overrides == {'record': ('trace',), 'recordings_ttl': 60.0}
 	config = load_config({'BROWSER_USE_MCP_STATE_DIR': str(tmp_path)}, browser_use=False, **overrides)
 	assert (config.record, config.recordings_ttl) == (('trace',), 60.0)
+
+
+def har_events(log: Any, sid: str = 'S1') -> None:
+	"""A page, its redirect, a 404 and a failed request, as Chromium's Network events tell them."""
+	t0, wall = 1000.0, 1_790_000_000.0
+	timing = {'requestTime': t0 + 0.001, 'dnsStart': -1, 'dnsEnd': -1, 'connectStart': 0.5, 'connectEnd': 1.5}
+	timing |= {'sslStart': -1, 'sslEnd': -1, 'sendStart': 2.0, 'sendEnd': 2.5, 'receiveHeadersEnd': 10.0}
+	req = {'url': 'http://127.0.0.1:1/a?token=s3cret&x=1', 'method': 'GET', 'headers': {'Cookie': 'sid=abc', 'Accept': '*/*'}}
+	log.on_request({'requestId': '1', 'request': req, 'timestamp': t0, 'wallTime': wall, 'type': 'Document'}, sid)
+	redirect = {'status': 302, 'statusText': 'Found', 'headers': {'Location': '/b'}, 'mimeType': '', 'protocol': 'http/1.1'}
+	req2 = {'url': 'http://127.0.0.1:1/b', 'method': 'GET', 'headers': {}}
+	log.on_request(
+		{'requestId': '1', 'request': req2, 'timestamp': t0 + 0.02, 'wallTime': wall + 0.02, 'redirectResponse': redirect}, sid
+	)
+	resp = {'status': 200, 'statusText': 'OK', 'headers': {'Set-Cookie': 'sid=def', 'Content-Type': 'text/html'}}
+	resp |= {'mimeType': 'text/html', 'protocol': 'http/1.1', 'timing': timing, 'encodedDataLength': 100}
+	log.on_response({'requestId': '1', 'response': resp, 'type': 'Document'}, sid)
+	log.on_finished({'requestId': '1', 'timestamp': t0 + 0.05, 'encodedDataLength': 600}, sid)
+	log.on_request({'requestId': '2', 'request': {'url': 'http://127.0.0.1:1/missing', 'method': 'POST', 'headers': {}, 'postData': 'a=1'}, 'timestamp': t0 + 0.06, 'wallTime': wall + 0.06}, sid)  # fmt: skip
+	log.on_response({'requestId': '2', 'response': {'status': 404, 'statusText': 'Not Found', 'headers': {}, 'mimeType': 'text/html'}}, sid)  # fmt: skip
+	log.on_finished({'requestId': '2', 'timestamp': t0 + 0.07, 'encodedDataLength': 50}, sid)
+	log.on_request({'requestId': '3', 'request': {'url': 'http://127.0.0.1:1/gone', 'method': 'GET', 'headers': {}}, 'timestamp': t0 + 0.08}, sid)  # fmt: skip
+	log.on_failed({'requestId': '3', 'timestamp': t0 + 0.09, 'errorText': 'net::ERR_CONNECTION_REFUSED'}, sid)
+
+
+def test_har_log_is_har_1_2_with_secrets_redacted() -> None:
+	from browser_use_mcp.har import HarLog
+	from tests.e2e.test_recording_media import check_har
+
+	log = HarLog()
+	har_events(log)
+	entries = check_har(log.build())
+	assert [(e['request']['method'], e['response']['status']) for e in entries] == [
+		('GET', 302),
+		('GET', 200),
+		('POST', 404),
+		('GET', 0),
+	]
+	first, page, missing, failed = entries
+	assert first['response']['redirectURL'] == '/b'
+	assert 's3cret' not in json.dumps(entries) and 'sid=abc' not in json.dumps(entries) and 'sid=def' not in json.dumps(entries)
+	assert {'name': 'x', 'value': '1'} in first['request']['queryString']
+	assert page['response']['bodySize'] == 500 and page['timings']['connect'] == 1.0 and page['timings']['wait'] == 7.5
+	assert missing['request']['postData'] == {'mimeType': 'application/octet-stream', 'text': 'a=1'}
+	assert failed['response']['_error'] == 'net::ERR_CONNECTION_REFUSED'
+
+
+def test_har_log_is_bounded() -> None:
+	from browser_use_mcp.har import HarLog
+
+	log = HarLog(entry_cap=3)
+	for i in range(10):
+		har_events(log, sid=f'S{i}')
+	har = log.build()['log']
+	assert len(har['entries']) == 3 and 'not kept' in har['comment']
+
+
+async def test_har_on_a_vanished_directory_truncates_without_raising(tmp_path: Path) -> None:
+	import shutil
+
+	rec = Recordings(tmp_path / 'rec').start('p', 's', ('har',))
+	assert rec is not None and rec.har is not None
+	har_events(rec.har)
+	shutil.rmtree(rec.path)  # as a full disk would refuse: every write fails
+	await rec.snapshot()
+	assert rec.truncated and 'could not write recording.har' in rec.truncated
+
+
+async def test_video_without_ffmpeg_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+	from browser_use_mcp.screencast import Screencast
+
+	monkeypatch.setenv('IMAGEIO_FFMPEG_EXE', str(tmp_path / 'no-ffmpeg-here'))
+	cast = Screencast(tmp_path / 'video.webm', 10_000)
+	await cast._start_video()
+	assert cast.proc is None and cast.video_error and 'could not start ffmpeg' in cast.video_error
+	await cast.stop()
+
+
+def test_a_recordings_dir_that_cannot_be_made_says_why(tmp_path: Path) -> None:
+	blocker = tmp_path / 'recordings'
+	blocker.write_text('a file where the directory should be')
+	recordings = Recordings(blocker)
+	assert recordings.start('p', 's', ('trace', 'har')) is None
+	assert str(blocker) in recordings.last_error and len(recordings) == 0

@@ -106,8 +106,10 @@
 		img.alt = '';
 		thumb.append(img);
 		const meta = el('dl', 'meta');
+		const replay = el('a', 'replay', 'Replay recording'); // shown when the session is recorded
+		replay.hidden = true;
 		const parts = {
-			li, name, badges, thumb, img,
+			li, name, badges, thumb, img, replay,
 			url: row(meta, 'URL'), title: row(meta, 'Title'), tabs: row(meta, 'Tabs'),
 			state: row(meta, 'Now'), expires: row(meta, 'Expires in'),
 		};
@@ -121,7 +123,7 @@
 		open.type = 'button';
 		const close = el('button', 'danger', 'Close session');
 		close.type = 'button';
-		actions.append(open, close);
+		actions.append(open, replay, close);
 		li.append(head, thumb, meta, calls, actions);
 		thumb.addEventListener('click', () => openViewer(sid, thumb));
 		open.addEventListener('click', () => openViewer(sid, open));
@@ -173,6 +175,23 @@
 			return item;
 		}));
 		parts.thumb.setAttribute('aria-label', `Open the live view of session ${s.session_id}${s.title ? `: ${s.title}` : ''}`);
+		parts.replay.hidden = !s.replay;
+		if (s.replay) parts.replay.href = s.replay;
+	}
+
+	const recorded = document.getElementById('recorded');
+	const recordedList = document.getElementById('recorded-list');
+
+	function showRecorded(items) {
+		recorded.hidden = items.length === 0;
+		recordedList.replaceChildren(...items.map((r) => {
+			const item = el('li');
+			const link = el('a', '', r.session_id);
+			link.href = r.replay;
+			const when = r.closed ? new Date(r.closed * 1000).toLocaleTimeString() : '';
+			item.append(link, el('span', 'muted', ` closed ${when}; ${r.kinds.join(', ')}; ${r.size_bytes} bytes`));
+			return item;
+		}));
 	}
 
 	let latest = [];
@@ -201,6 +220,7 @@
 			if (!seen.has(sid)) { parts.li.remove(); cards.delete(sid); }
 		}
 		empty.hidden = data.sessions.length > 0;
+		showRecorded(data.recorded || []);
 		const busy = data.sessions.filter((s) => s.running).length;
 		summary.textContent = `${data.sessions.length} session${data.sessions.length === 1 ? '' : 's'}, ${busy} busy`;
 		if (viewing !== null) updateViewer();

@@ -1,0 +1,334 @@
+"""A session's traffic as a HAR 1.2 log (the ``har`` recording kind, docs/recording.md).
+
+Fed by the CDP Network events of the session's own tabs (``tools/debug.py`` hooks the session's
+root CDP client; in a shared Chromium that connection only ever sees the session's own targets,
+cdp_proxy.py), so another session's traffic can never enter it. Response bodies are fetched with
+``Network.getResponseBody`` in background tasks after a response finished (never on a call's
+path), at most ``BODY_CAP`` bytes each and ``BODIES_TOTAL`` per session; larger ones are left out
+with a comment saying so. Credentials are not kept: ``Authorization``, ``Cookie`` and
+``Set-Cookie`` values (and their proxy variants) become ``***``, as do a URL's user:password@
+and token-like query values (tools/debug.py's rules, as the network tool shows them).
+
+Bounded: at most ``ENTRY_CAP`` entries (the oldest are dropped and counted in the log's comment),
+at most ``FETCHES`` bodies being fetched at once and ``QUEUE_CAP`` waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from browser_use_mcp import __version__
+from browser_use_mcp.calllog import REDACTED
+
+logger = logging.getLogger('browser_use_mcp.har')
+
+BODY_CAP = 512 * 1024  # bytes of one response body kept in the HAR
+BODIES_TOTAL = 16 * 1024 * 1024  # bytes of bodies kept per session; later bodies are left out
+ENTRY_CAP = 5000  # requests kept per session; the oldest are dropped
+FETCHES = 2  # bodies fetched at once
+QUEUE_CAP = 200  # bodies waiting to be fetched; past it a body is left out
+FETCH_BOUND = 5.0  # s one body fetch may take
+SECRET_HEADERS = frozenset({'authorization', 'proxy-authorization', 'cookie', 'set-cookie'})
+SKIP_BODIES = frozenset({'Media', 'Font', 'WebSocket', 'EventSource'})  # not worth a fetch, or never complete
+
+Fetch = Callable[[str, str | None], Awaitable[dict[str, Any]]]  # (requestId, CDP session) -> getResponseBody's result
+
+
+def _iso(wall: float | None) -> str:
+	seconds = wall if isinstance(wall, int | float) and wall > 0 else time.time()
+	return datetime.fromtimestamp(seconds, UTC).isoformat(timespec='milliseconds').replace('+00:00', 'Z')
+
+
+def _url(url: str) -> str:
+	"""A URL with its user:password@ and token-like query values redacted (as the network tool does)."""
+	from browser_use_mcp.tools.debug import redact
+
+	return redact(url)
+
+
+def _headers(headers: Any) -> list[dict[str, str]]:
+	out = []
+	if isinstance(headers, dict):
+		for name, value in headers.items():
+			name = str(name)
+			for one in str(value).split('\n'):  # CDP joins repeated headers with newlines
+				out.append({'name': name, 'value': REDACTED if name.lower() in SECRET_HEADERS else one})
+	return out
+
+
+def _query(url: str) -> list[dict[str, str]]:
+	try:
+		return [{'name': k, 'value': v} for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
+	except ValueError:
+		return []
+
+
+def _http_version(protocol: Any) -> str:
+	text = str(protocol or '').lower()
+	return {'h2': 'HTTP/2', 'h3': 'HTTP/3', 'http/1.0': 'HTTP/1.0', 'http/1.1': 'HTTP/1.1'}.get(text, text.upper() or 'HTTP/1.1')
+
+
+class _Entry:
+	__slots__ = ('body', 'comment', 'done', 'ended', 'failure', 'request', 'response', 'started', 'type', 'wall')
+
+	def __init__(self, request: dict[str, Any], started: float, wall: float | None, kind: str | None) -> None:
+		self.request = request
+		self.started = started  # CDP monotonic s
+		self.wall = wall
+		self.type = kind
+		self.response: dict[str, Any] | None = None
+		self.ended: float | None = None
+		self.failure: str | None = None
+		self.body: dict[str, Any] | None = None  # {'text': ..., 'encoding': 'base64'?}
+		self.comment = ''
+		self.done = False
+
+
+class HarLog:
+	"""One session's requests, kept until the HAR is written (``build``)."""
+
+	def __init__(self, body_cap: int = BODY_CAP, bodies_total: int = BODIES_TOTAL, entry_cap: int = ENTRY_CAP) -> None:
+		self.body_cap = body_cap
+		self.bodies_left = bodies_total
+		self.entry_cap = entry_cap
+		self.entries: OrderedDict[tuple[str | None, str, int], _Entry] = OrderedDict()
+		self.open: dict[tuple[str | None, str], tuple[str | None, str, int]] = {}  # (CDP session, requestId) -> entry key
+		self.dropped = 0
+		self.fetch: Fetch | None = None  # set by the watcher: how to ask the tab for a body
+		self.tasks: set[asyncio.Task[None]] = set()
+		self._queue: asyncio.Queue[tuple[_Entry, str, str | None]] | None = None
+		self._hop = 0
+
+	# -- CDP events (never raise) --
+
+	def on_request(self, params: dict[str, Any], session_id: str | None) -> None:
+		rid = str(params.get('requestId', ''))
+		redirected = params.get('redirectResponse')
+		if redirected:  # the hop it leaves ends here, with the redirect as its response
+			previous = self._entry(session_id, rid)
+			if previous is not None:
+				previous.response = redirected
+				previous.ended = params.get('timestamp')
+				previous.done = True
+		request = params.get('request') or {}
+		self._hop += 1
+		key = (session_id, rid, self._hop)
+		if len(self.entries) >= self.entry_cap:
+			self.entries.popitem(last=False)
+			self.dropped += 1
+		self.entries[key] = _Entry(request, params.get('timestamp') or 0.0, params.get('wallTime'), params.get('type'))
+		self.open[(session_id, rid)] = key
+
+	def _entry(self, session_id: str | None, rid: str) -> _Entry | None:
+		key = self.open.get((session_id, rid))
+		return self.entries.get(key) if key is not None else None
+
+	def on_response(self, params: dict[str, Any], session_id: str | None) -> None:
+		entry = self._entry(session_id, str(params.get('requestId', '')))
+		if entry is not None:
+			entry.response = params.get('response') or {}
+			entry.type = params.get('type') or entry.type
+
+	def on_finished(self, params: dict[str, Any], session_id: str | None) -> None:
+		rid = str(params.get('requestId', ''))
+		entry = self._entry(session_id, rid)
+		self.open.pop((session_id, rid), None)
+		if entry is None:
+			return
+		entry.ended = params.get('timestamp')
+		entry.done = True
+		if entry.response is not None:
+			size = params.get('encodedDataLength')
+			entry.response = {**entry.response, '_encoded': size if isinstance(size, int | float) else -1}
+		self._want_body(entry, rid, session_id)
+
+	def on_failed(self, params: dict[str, Any], session_id: str | None) -> None:
+		rid = str(params.get('requestId', ''))
+		entry = self._entry(session_id, rid)
+		self.open.pop((session_id, rid), None)
+		if entry is not None:
+			entry.ended = params.get('timestamp')
+			entry.failure = str(params.get('errorText') or 'failed')[:200]
+			entry.done = True
+
+	# -- bodies, in the background --
+
+	def _want_body(self, entry: _Entry, rid: str, session_id: str | None) -> None:
+		if self.fetch is None or entry.response is None or entry.type in SKIP_BODIES:
+			return
+		status = entry.response.get('status')
+		if isinstance(status, int) and (status == 204 or 300 <= status < 400):
+			return
+		if self.bodies_left <= 0:
+			entry.comment = 'body not kept: the bodies of this recording reached their total cap'
+			return
+		if self._queue is None:
+			self._queue = asyncio.Queue(QUEUE_CAP)
+			for i in range(FETCHES):
+				task = asyncio.get_running_loop().create_task(self._fetcher(), name=f'har-bodies-{i}')
+				self.tasks.add(task)
+				task.add_done_callback(self.tasks.discard)
+		try:
+			self._queue.put_nowait((entry, rid, session_id))
+		except asyncio.QueueFull:
+			entry.comment = 'body not kept: too many responses at once'
+
+	async def _fetcher(self) -> None:
+		assert self._queue is not None
+		while True:
+			entry, rid, session_id = await self._queue.get()
+			try:
+				if self.fetch is None:
+					continue
+				result = await asyncio.wait_for(self.fetch(rid, session_id), FETCH_BOUND)
+				text = result.get('body')
+				if not isinstance(text, str):
+					continue
+				encoded = bool(result.get('base64Encoded'))
+				size = len(text) * 3 // 4 if encoded else len(text.encode('utf-8', 'replace'))
+				if size > self.body_cap:
+					entry.comment = f'body not kept: {size} bytes, over the cap of {self.body_cap}'
+				elif size > self.bodies_left:
+					entry.comment = 'body not kept: the bodies of this recording reached their total cap'
+				else:
+					self.bodies_left -= size
+					entry.body = {'text': text, 'size': size, **({'encoding': 'base64'} if encoded else {})}
+			except (Exception, TimeoutError) as exc:  # the tab closed, navigated away, or the body is gone
+				entry.comment = f'body not available: {str(exc)[:120] or type(exc).__name__}'
+			finally:
+				self._queue.task_done()
+
+	async def settle(self, bound: float = FETCH_BOUND) -> None:
+		"""Wait (bounded) for the bodies being fetched."""
+		if self._queue is not None:  # join() returns at once when nothing is waiting
+			with contextlib.suppress(TimeoutError):
+				await asyncio.wait_for(self._queue.join(), bound)
+
+	def stop(self) -> None:
+		self.fetch = None
+		for task in list(self.tasks):
+			task.cancel()
+
+	# -- the HAR --
+
+	def build(self, entries: list[_Entry] | None = None) -> dict[str, Any]:
+		"""The HAR 1.2 log of what was seen so far (requests still open are listed as they are).
+		``entries``: a list taken on the event loop, to build it in a thread."""
+		rows = [self._har(e) for e in (list(self.entries.values()) if entries is None else entries)]
+		comment = f'{self.dropped} older requests not kept (at most {self.entry_cap})' if self.dropped else ''
+		return {
+			'log': {
+				'version': '1.2',
+				'creator': {'name': 'browser-use-mcp', 'version': __version__},
+				'pages': [],
+				'entries': rows,
+				**({'comment': comment} if comment else {}),
+			}
+		}
+
+	def _har(self, e: _Entry) -> dict[str, Any]:
+		req, resp = e.request, e.response or {}
+		url = _url(str(req.get('url', '')))
+		headers = req.get('headers') or {}
+		post = req.get('postData')
+		request: dict[str, Any] = {
+			'method': str(req.get('method', 'GET')),
+			'url': url,
+			'httpVersion': _http_version(resp.get('protocol')),
+			'cookies': [],
+			'headers': _headers(headers),
+			'queryString': _query(url),
+			'headersSize': -1,
+			'bodySize': len(post.encode('utf-8', 'replace')) if isinstance(post, str) else 0,
+		}
+		if isinstance(post, str):
+			mime = next((str(v) for k, v in headers.items() if str(k).lower() == 'content-type'), 'application/octet-stream')
+			request['postData'] = {'mimeType': mime, 'text': post}
+		encoded = resp.get('_encoded', -1)
+		header_bytes = resp.get('encodedDataLength')
+		body_size = -1
+		if isinstance(encoded, int | float) and encoded >= 0:
+			body_size = max(0, int(encoded) - (int(header_bytes) if isinstance(header_bytes, int | float) else 0))
+		content: dict[str, Any] = {
+			'size': e.body['size'] if e.body else max(body_size, 0),
+			'mimeType': str(resp.get('mimeType') or 'x-unknown'),
+		}
+		if e.body:
+			content['text'] = e.body['text']
+			if 'encoding' in e.body:
+				content['encoding'] = e.body['encoding']
+		resp_headers = resp.get('headers') or {}
+		location = next((str(v) for k, v in resp_headers.items() if str(k).lower() == 'location'), '')
+		response = {
+			'status': int(resp.get('status') or 0),
+			'statusText': str(resp.get('statusText') or ''),
+			'httpVersion': _http_version(resp.get('protocol')),
+			'cookies': [],
+			'headers': _headers(resp_headers),
+			'content': content,
+			'redirectURL': _url(location),
+			'headersSize': -1,
+			'bodySize': body_size,
+		}
+		if e.failure:
+			response['_error'] = e.failure
+		timings = self._timings(e, resp)
+		entry: dict[str, Any] = {
+			'startedDateTime': _iso(e.wall),
+			'time': round(sum(v for k, v in timings.items() if v > 0 and k != 'ssl'), 3),
+			'request': request,
+			'response': response,
+			'cache': {},
+			'timings': timings,
+			'_resourceType': e.type,
+		}
+		ip = resp.get('remoteIPAddress')
+		if ip:
+			entry['serverIPAddress'] = str(ip).strip('[]')
+		if e.comment or not e.done:
+			entry['comment'] = e.comment or 'still loading when the HAR was written'
+		return entry
+
+	@staticmethod
+	def _timings(e: _Entry, resp: dict[str, Any]) -> dict[str, float]:
+		total = max(0.0, ((e.ended or e.started) - e.started) * 1000) if e.started else 0.0
+		t = resp.get('timing')
+		if not isinstance(t, dict) or not isinstance(t.get('requestTime'), int | float):
+			return {'blocked': -1, 'dns': -1, 'connect': -1, 'ssl': -1, 'send': 0, 'wait': round(total, 3), 'receive': 0}
+
+		def span(start: str, end: str) -> float:
+			a, b = t.get(start, -1), t.get(end, -1)
+			return round(b - a, 3) if isinstance(a, int | float) and a >= 0 and isinstance(b, int | float) and b >= a else -1
+
+		first = next(
+			(t[k] for k in ('dnsStart', 'connectStart', 'sendStart') if isinstance(t.get(k), int | float) and t[k] >= 0), 0
+		)
+		offset = (t['requestTime'] - e.started) * 1000 if e.started else 0.0  # queueing before the timing's origin
+		send = max(0.0, span('sendStart', 'sendEnd'))
+		wait = max(0.0, float(t.get('receiveHeadersEnd', 0) or 0) - float(t.get('sendEnd', 0) or 0))
+		headers_end = offset + float(t.get('receiveHeadersEnd', 0) or 0)
+		receive = max(0.0, total - headers_end) if e.ended else 0.0
+		return {
+			'blocked': round(max(0.0, offset + first), 3),
+			'dns': span('dnsStart', 'dnsEnd'),
+			'connect': span('connectStart', 'connectEnd'),
+			'ssl': span('sslStart', 'sslEnd'),
+			'send': round(send, 3),
+			'wait': round(wait, 3),
+			'receive': round(receive, 3),
+		}
+
+
+def decode_body(content: dict[str, Any]) -> bytes:
+	"""A HAR entry's body as bytes (tests and tools)."""
+	text = content.get('text', '')
+	return base64.b64decode(text) if content.get('encoding') == 'base64' else text.encode('utf-8')
