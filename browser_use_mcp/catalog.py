@@ -133,6 +133,16 @@ class Catalog:
 			raise UnknownTool(f'Unknown tool {name!r}. Available tools: {", ".join(sorted(self._tools))}.')
 		return tool
 
+	def _session_of(self, raw: Any) -> tuple[str, ToolError | None]:
+		"""A call's session id, read and checked once, and set as its log tag (the transport resets the
+		tag once the call is answered and logged); an unusable id is returned as its error."""
+		try:
+			session_id = self.sessions.normalize_id(raw)
+		except ToolError as exc:
+			return '', exc
+		current_session.set(session_id)
+		return session_id, None
+
 	async def call(self, name: str, arguments: dict[str, Any] | None, call: Call) -> Reply:
 		tool = self.get(name)
 		if arguments is not None and not isinstance(arguments, dict):
@@ -141,9 +151,10 @@ class Catalog:
 		if tool.scope == 'admin':
 			_tag_admin_call(self.sessions, args)
 			return _checked(tool, _as_reply(await tool.handler(self.sessions, tool.parse(args), call)))
-		session_id = self.sessions.normalize_id(args.pop('session_id', None))
-		current_session.set(session_id)  # the transport resets it once the call is answered and logged
-		parsed = tool.parse(args)
+		session_id, unusable = self._session_of(args.pop('session_id', None))
+		parsed = tool.parse(args)  # the arguments' own errors come first, as they always have
+		if unusable is not None:
+			raise unusable
 
 		wants_state = tool.wants_state(parsed)
 		limit = deadline(name, wants_state)

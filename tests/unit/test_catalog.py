@@ -454,3 +454,13 @@ def test_an_unknown_group_stops_the_start_naming_the_valid_ones(environ: dict, f
 def test_groups_come_from_the_environment_and_flags() -> None:
 	assert load_config({'BROWSER_USE_MCP_TOOLS': 'core, interaction'}, browser_use=False).tools == ('core', 'interaction')
 	assert load_config({'BROWSER_USE_MCP_TOOLS': 'core'}, browser_use=False, tools=('all',)).tools == ('all',)
+
+
+async def test_the_arguments_own_error_comes_before_an_unusable_session_id(tmp_path: Path) -> None:
+	from browser_use_mcp.errors import InvalidArgument
+
+	catalog = Catalog(SessionRegistry(ServerConfig(state_dir=tmp_path / 'state')))
+	with pytest.raises(InvalidArgument, match='^Invalid arguments for browser_navigate'):
+		await catalog.call('browser_navigate', {'session_id': []}, Call())
+	with pytest.raises(InvalidArgument, match='^session_id must be a string, not list'):
+		await catalog.call('browser_navigate', {'session_id': [], 'url': 'http://127.0.0.1:9/'}, Call())
