@@ -313,9 +313,15 @@ class SessionRegistry:
 			self.durable.acquire()  # the CLI took it before serving; StoreLocked here fails the start
 		else:
 			self.durable.try_acquire()  # a store left by an earlier server: serve it when nobody else does
-		self.recordings = Recordings(
-			self._state_dir.path / 'recordings', self.config.recordings_ttl, size_cap=self.config.recording_size_cap
+		# recordings outlive the server under the state dir (recorder.py: adopted here, in a thread)
+		self.recordings = await asyncio.to_thread(
+			Recordings.open,
+			self.config.state_dir,
+			self._state_dir.path,
+			self.config.recordings_ttl,
+			size_cap=self.config.recording_size_cap,
 		)
+		await self.recordings.adopt()
 		self._tie_browsers_to_server()
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
 		if self._own_provider:
@@ -333,6 +339,13 @@ class SessionRegistry:
 				room=lambda: self.config.max_sessions - self.count,
 			)
 			self.pool.start()
+
+	async def started_recordings(self) -> Recordings | None:
+		"""The recordings once start-up has adopted those an earlier server left (recorder.py): a
+		reader asking in the server's first seconds waits for them rather than missing them."""
+		if self.recordings is None and self._starting is not None:
+			await asyncio.wait({self._starting})  # its failure is reported by ready(), not here
+		return self.recordings
 
 	def _choose_providers(self) -> None:
 		"""A Chromium per session (``--isolation browser``), or contexts of shared Chromiums
@@ -421,6 +434,9 @@ class SessionRegistry:
 			await self.egress.close()
 		if self._state_dir:
 			self._state_dir.remove()
+		if self.recordings is not None:  # closed above, their metadata written: the next server adopts them
+			await asyncio.to_thread(self.recordings.purge)
+			self.recordings.release()
 		self.durable.release()
 		if self._sidecar is not None:
 			self._sidecar.close()
