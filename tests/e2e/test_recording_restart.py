@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.e2e.test_http import HttpServer, connect, http_server, stop
+from tests.support import server_env
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta')}
 ARGS = [arg for t in TOKENS.values() for arg in ('--auth-token', t)] + ['--tools', 'all']
@@ -109,3 +110,26 @@ async def test_a_recording_of_a_killed_server_is_adopted_as_truncated(tmp_path: 
 			assert fresh['live'] is True and fresh['calls'] == [] and fresh['directory'] != rec['directory']
 		await same_as_unknown(second, TOKENS['beta'], 'cut')
 	assert json.loads(metas(home)['cut'].read_text())['closed_at'] is not None, 'closed at the orderly stop'
+
+
+async def test_a_second_server_on_the_state_dir_keeps_its_recordings_to_itself(tmp_path: Path, site: str) -> None:
+	"""The first server owns <state dir>/recordings; a second one on the same state dir records into
+	its scratch directory (and says so), which goes when it stops; the first one's stay."""
+	home = tmp_path / 'home'
+	with http_server(home, *ARGS) as first:
+		async with connect(first, TOKENS['alpha']) as alpha:
+			await alpha.ok('browser_create_session', session_id='first', record='trace')
+			await alpha.ok('browser_navigate', url=site, session_id='first')
+			await alpha.ok('browser_close_session', session_id='first')
+		with http_server(home / 'second', *ARGS, env=server_env(home)) as second:
+			async with connect(second, TOKENS['alpha']) as alpha:
+				await alpha.ok('browser_create_session', session_id='second', record='trace')
+				await alpha.ok('browser_navigate', url=site, session_id='second')
+				rec = (await alpha.ok('browser_get_recording', session_id='second')).structured
+				assert Path(rec['directory']).relative_to(home / 'state').parts[0].startswith('srv-')
+				assert (await alpha.call('browser_get_recording', session_id='first')).is_error, 'the first one owns it'
+			assert "recordings are kept in this server's scratch directory" in second.log_text(), second.log_text()
+		assert not Path(rec['directory']).exists(), 'gone with the second server'
+		async with connect(first, TOKENS['alpha']) as alpha:
+			assert (await alpha.ok('browser_get_recording', session_id='first')).structured['calls']
+	assert set(metas(home)) == {'first'}
