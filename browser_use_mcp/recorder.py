@@ -217,6 +217,7 @@ class Recording:
 			with open(self.trace, 'ab') as f:
 				f.write(line)
 			self.size += len(line)
+		self.write_meta()  # why it was cut, kept for the next server should this one be killed
 
 	def meta(self) -> dict[str, Any]:
 		"""What the next server needs to adopt this recording (the principal only as its digest)."""

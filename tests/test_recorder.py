@@ -68,6 +68,7 @@ async def test_size_cap_truncates(tmp_path: Path) -> None:
 	assert 'truncated' in lines[-1] or any('truncated' in line for line in lines)
 	assert 0 < len([line for line in lines if 'seq' in line]) < 20
 	assert rec.size <= 1024 + 200
+	assert json.loads((rec.path / 'meta.json').read_text())['truncated'] == rec.truncated, 'said for the next server'
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason='root writes anywhere')
