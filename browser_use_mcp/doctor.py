@@ -9,7 +9,6 @@ runs headless on a throw-away profile and is killed before the report is printed
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import platform
@@ -656,7 +655,7 @@ def check_grid(url: str, capabilities: Mapping[str, Any], headless: bool = True)
 					'grid cleanup',
 					'warn',
 					f'the test browser (Grid session {session}) could not be ended: {exc}',
-					f'End it with DELETE {base}/session/{session}, or let the Grid\'s --session-timeout reclaim it',
+					f"End it with DELETE {base}/session/{session}, or let the Grid's --session-timeout reclaim it",
 				)
 			)
 	return checks
