@@ -79,6 +79,8 @@ class _Reader(asyncio.Protocol):
 			raw = bytes(self.buffer[:end])
 			del self.buffer[: end + 1]
 			self.scanned = 0
+			if self.mux.undecoded and self.mux.take_undecoded(raw):
+				continue
 			try:
 				self.mux.dispatch(raw.decode('utf-8', 'replace'))
 			except Exception:  # one bad message must not stop the reader
@@ -187,6 +189,8 @@ class PipeMux:
 		self._ids = itertools.count(1)
 		self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
 		self._close_callbacks: list[Callable[[], Any]] = []
+		# id -> the waiter of a command sent with ``send_undecoded``: its answer, as the pipe's bytes
+		self.undecoded: dict[int, asyncio.Future[bytes]] = {}
 
 	async def start(self, read_fd: int, write_fd: int) -> None:
 		"""Take over our ends of the two pipes (closed with the mux)."""
@@ -215,6 +219,38 @@ class PipeMux:
 		if 'error' in reply:
 			raise RuntimeError(reply['error'].get('message', 'CDP error'))
 		return reply.get('result', {})
+
+	async def send_undecoded(self, message_id: int, method: str, params: dict[str, Any], session_id: str) -> bytes:
+		"""A command on a page session (one of a channel's), whose answer comes back to this caller
+		as the pipe's bytes: not decoded, not routed to the channel, no copy made on the way. For
+		the page state's large answers (several MB of JSON each on a large page), which a worker
+		process decodes: on the event loop they would be decoded, then sent on through the CDP
+		endpoint and received again by the client, every step holding the loop every session
+		shares. ``message_id`` must be unique among this process's commands (no channel's client
+		uses it)."""
+		if message_id in self.undecoded:
+			raise ValueError(f'message id {message_id} is already waiting')
+		future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+		self.undecoded[message_id] = future
+		try:
+			self.write(json.dumps({'id': message_id, 'method': method, 'params': params, 'sessionId': session_id}))
+			return await future
+		finally:
+			self.undecoded.pop(message_id, None)
+
+	def take_undecoded(self, raw: bytes) -> bool:
+		"""Whether ``raw`` answers a ``send_undecoded`` command (then its waiter has it)."""
+		if not raw.startswith(b'{"id":'):
+			return False
+		end = raw.find(b',', 6, 24)
+		if end < 0 or not raw[6:end].isdigit():
+			return False
+		future = self.undecoded.get(int(raw[6:end]))
+		if future is None:
+			return False
+		if not future.done():
+			future.set_result(raw)
+		return True
 
 	async def open_channel(self) -> Channel:
 		"""A new connection to the browser, as a websocket to its browser endpoint would be."""
@@ -266,7 +302,7 @@ class PipeMux:
 		if self.closed:
 			return
 		self.closed = True
-		for future in self._pending.values():
+		for future in (*self._pending.values(), *self.undecoded.values()):
 			if not future.done():
 				future.set_exception(PipeClosed('the browser closed its DevTools pipe'))
 		for channel in set(self.owners.values()):

@@ -127,6 +127,61 @@ async def test_chromium_of_ours_has_no_devtools_port_and_channels_are_separate()
 			await chromium.kill()
 
 
+async def test_a_large_answer_can_skip_the_channel_and_stay_undecoded() -> None:
+	"""``PipeMux.send_undecoded``: the page state's large answers come back to their caller as the
+	pipe's bytes, never routed to the channel whose session they ran on; a browser that exits
+	fails the waiting caller instead of leaving it waiting."""
+	from browser_use_mcp.cdp_pipe import PipeClosed
+	from browser_use_mcp.providers.cdp_proxy import PassthroughLink, pipe_behind
+
+	with tempfile.TemporaryDirectory() as tmp:
+		profile = Path(tmp)
+		args = ['--headless=new', '--no-sandbox', f'--user-data-dir={profile}', '--proxy-server=http://127.0.0.1:9']
+		chromium = await ChromiumProcess.launch(find_chromium() or '', args, profile, Owner.current())
+		router = ContextRouter()
+		await router.start()
+		try:
+			url = router.add(PassthroughLink(chromium.cdp.open_channel))
+			assert pipe_behind(url) is chromium.cdp
+			assert pipe_behind(url[:-3] + 'xyz') is None and pipe_behind('ws://127.0.0.1:9222/devtools/browser/x') is None
+			channel = await chromium.cdp.open_channel()
+
+			async def ask(message: dict[str, object]) -> dict[str, object]:
+				await channel.send(json.dumps(message))
+				while True:
+					reply = json.loads(await channel.recv())
+					if reply.get('id') == message['id']:
+						return reply
+
+			target = (await ask({'id': 1, 'method': 'Target.createTarget', 'params': {'url': 'about:blank'}}))['result']
+			attached = await ask(
+				{'id': 2, 'method': 'Target.attachToTarget', 'params': {'targetId': target['targetId'], 'flatten': True}}
+			)  # type: ignore[index]
+			session = attached['result']['sessionId']  # type: ignore[index]
+			params = {'expression': "'é'.repeat(600000)", 'returnByValue': True}
+			raw = await asyncio.wait_for(chromium.cdp.send_undecoded(1 << 29, 'Runtime.evaluate', params, session), 10)
+			assert isinstance(raw, bytes) and raw.startswith(b'{"id":536870912,"result":')
+			assert json.loads(raw)['result']['result']['value'] == 'é' * 600000
+			# the channel that owns the session did not get it: its next answer is its own next command's
+			assert (await ask({'id': 3, 'method': 'Runtime.evaluate', 'params': {'expression': '2'}, 'sessionId': session}))[
+				'id'
+			] == 3
+			assert not chromium.cdp.undecoded
+			never = {'expression': 'new Promise(() => {})', 'awaitPromise': True}
+			waiting = asyncio.ensure_future(chromium.cdp.send_undecoded((1 << 29) + 1, 'Runtime.evaluate', never, session))
+			await asyncio.sleep(0.2)
+			assert not waiting.done()
+			with contextlib.suppress(ProcessLookupError):
+				psutil.Process(chromium.pid).kill()
+			with pytest.raises(PipeClosed):
+				await asyncio.wait_for(waiting, 10)
+			assert pipe_behind(url) is None  # a closed pipe is not offered
+			await channel.close()
+		finally:
+			await router.close()
+			await chromium.kill()
+
+
 class Recorder:
 	"""An upstream that records what reaches the browser and answers nothing."""
 
