@@ -125,6 +125,30 @@ async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) ->
 	return out
 
 
+async def peer_times(kind: str, urls: dict[str, str], repeats: int) -> dict[str, Any]:
+	"""A peer's snapshot on each corpus page (over MCP, its own Chromium): warm p50 (ms) and length."""
+	import re
+
+	from benchmarks import peers
+
+	out: dict[str, Any] = {}
+	async with peers.peer(kind) as srv, srv.agents(1, 'corpus') as (agent,):
+		for name, url in urls.items():
+			await agent.navigate(url)
+			if 'search' in name:  # Sphinx's search renders its results after load, as for ours
+				await asyncio.sleep(3)
+			for _ in range(2):
+				await agent.snapshot()
+			samples, text = [], ''
+			for _ in range(repeats):
+				text, seconds = await agent.snapshot()
+				samples.append(seconds * 1000)
+			refs = len(re.findall(r'\[ref=|uid=', text))
+			out[name] = {'p50': statistics.median(samples), 'chars': len(text), 'refs': refs}
+			print(kind, name, round(out[name]['p50'], 1), len(text), file=sys.stderr, flush=True)
+	return out
+
+
 async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, on: bool) -> dict[str, float]:
 	set_offload(on)
 	if on:  # the worker is up before anything is measured
@@ -194,7 +218,7 @@ async def main(args: argparse.Namespace) -> None:
 	from tests.pages import PageServer
 
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
-	modes = [True, False]
+	modes = [True] if args.only_on_pages else [True, False]
 	pages = [
 		p for p in (*PAGES, *EXTRA) if available(p) and (p in PAGES if not args.pages else any(s in p.name for s in args.pages))
 	]
@@ -211,7 +235,7 @@ async def main(args: argparse.Namespace) -> None:
 					url = f'{site.url if page.synthetic else corpus.url}{page.path}'
 					result = await page_times(catalog, url, args.repeats, modes)
 					raw[page.name] = result
-					on, off = result[True], result[False]
+					on, off = result[True], result.get(False, {'p50': float('nan'), 'listed': None, 'chars': None})
 					rows.append(
 						[
 							page.name,
@@ -232,6 +256,22 @@ async def main(args: argparse.Namespace) -> None:
 						rows,
 					)
 				)
+			if args.peers:
+				urls = {p.name: f'{site.url if p.synthetic else corpus.url}{p.path}' for p in pages}
+				peer_rows = {p.name: [p.name, raw.get(p.name, {}).get(True, {}).get('p50')] for p in pages}
+				for kind in args.peers:
+					result = await peer_times(kind, urls, args.repeats)
+					raw[f'peer {kind}'] = result
+					for name, row in peer_rows.items():
+						row += [round(result[name]['p50'], 1), result[name]['chars']]
+				for row in peer_rows.values():
+					row[1] = round(row[1], 1) if row[1] is not None else '-'
+				header = ['page', 'ours get_state p50 (in process)']
+				for kind in args.peers:
+					header += [f'{kind} snapshot p50 (MCP)', f'{kind} chars']
+				print(table(f'peers on the corpus, warm p50 of {args.repeats} (ms)', header, list(peer_rows.values())))
+			if args.skip_stalls:
+				return
 			heavy = next(p for p in (*PAGES, *EXTRA) if available(p) and (args.heavy or 'stdtypes') in p.name)
 			heavy_url = f'{site.url if heavy.synthetic else corpus.url}{heavy.path}'
 			stall_rows: dict[str, list[Any]] = {}
@@ -265,6 +305,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 		'--heavy', help='the heavy page of the stall measurement, by name (default: python stdtypes, ~17,000 elements)'
 	)
 	parser.add_argument('--skip-pages', action='store_true')
+	parser.add_argument('--skip-stalls', action='store_true')
+	parser.add_argument(
+		'--peers', nargs='*', default=[], help="also time these peers' snapshots on the pages (playwright, chrome-devtools)"
+	)
+	parser.add_argument('--only-on-pages', action='store_true', help="time only the patches on (not browser-use's pipeline)")
 	parser.add_argument('--only-on', action='store_true')
 	parser.add_argument('--json', help='write the raw figures here')
 	return parser.parse_args(argv)
