@@ -80,6 +80,14 @@ def set_offload(on: bool) -> None:
 		patches.apply(patch, enabled=on)
 
 
+def set_fast(on: bool) -> None:
+	"""The patches on, with (``on``) or without the pipe route and the build without the collector."""
+	from browser_use_mcp.patches import offload_state
+
+	set_offload(True)
+	offload_state.FAST = on
+
+
 async def timed(catalog: Any, name: str, args: dict[str, Any]) -> tuple[float, str]:
 	"""(ms, text) of one call; a failed call is reported and timed, its text empty."""
 	from browser_use_mcp.tools.base import Call
@@ -108,13 +116,14 @@ async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) ->
 	samples: dict[bool, list[float]] = {m: [] for m in modes}
 	lengths: dict[bool, int] = {}
 	counts: dict[bool, int] = {}
+	switch = set_fast if _compare_fast else set_offload
 	for mode in modes:  # warm-up: the worker's import, the page's first layout
-		set_offload(mode)
+		switch(mode)
 		for _ in range(2):
 			await timed(catalog, 'browser_get_state', {'session_id': sid})
 	for _ in range(repeats):
 		for mode in modes:
-			set_offload(mode)
+			switch(mode)
 			ms, text = await timed(catalog, 'browser_get_state', {'session_id': sid})
 			samples[mode].append(ms)
 			if text:
@@ -149,8 +158,15 @@ async def peer_times(kind: str, urls: dict[str, str], repeats: int) -> dict[str,
 	return out
 
 
+_compare_fast = False  # --compare-fast: on/off is offload_state.FAST, the patches on in both
+
+
+def _labels() -> list[str]:
+	return ['fast on', 'fast off (as before)'] if _compare_fast else ['patches on', 'patches off']
+
+
 async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, on: bool) -> dict[str, float]:
-	set_offload(on)
+	(set_fast if _compare_fast else set_offload)(on)
 	if on:  # the worker is up before anything is measured
 		from browser_use_mcp.patches import offload_state
 
@@ -217,6 +233,8 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.sessions import SessionRegistry
 	from tests.pages import PageServer
 
+	global _compare_fast
+	_compare_fast = args.compare_fast
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
 	modes = [True] if args.only_on_pages else [True, False]
 	pages = [
@@ -252,7 +270,7 @@ async def main(args: argparse.Namespace) -> None:
 				print(
 					table(
 						f'browser_get_state, warm p50 of {args.repeats} (ms), isolation {args.isolation}',
-						['page', 'elements', 'listed', 'patches on', 'patches off', 'on/off', 'chars', 'answers'],
+						['page', 'elements', 'listed', *_labels(), 'on/off', 'chars', 'answers'],
 						rows,
 					)
 				)
@@ -283,7 +301,7 @@ async def main(args: argparse.Namespace) -> None:
 			print(
 				table(
 					f'light session beside a heavy one ({heavy.name}), {args.seconds:.0f} s each (ms)',
-					['measure', *(['patches on', 'patches off'] if not args.only_on else ['patches on'])],
+					['measure', *(_labels() if not args.only_on else _labels()[:1])],
 					list(stall_rows.values()),
 				)
 			)
@@ -306,6 +324,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	)
 	parser.add_argument('--skip-pages', action='store_true')
 	parser.add_argument('--skip-stalls', action='store_true')
+	parser.add_argument(
+		'--compare-fast',
+		action='store_true',
+		help='on/off is offload_state.FAST (the pipe route and builds without the collector), the patches on in both',
+	)
 	parser.add_argument(
 		'--peers', nargs='*', default=[], help="also time these peers' snapshots on the pages (playwright, chrome-devtools)"
 	)

@@ -88,6 +88,10 @@ FIRST_ID = 1 << 29  # our request ids: above cdp-use's counter, below the contex
 WAIT = 10.0  # s for the tree requests (browser-use's first wait)
 KEPT_PAGINATIONS = 16  # states whose pagination buttons are kept (sessions building states at once)
 START_WAIT = 20.0  # s the first large page waits for the worker to start; then it is built in process
+# The large answers straight from our browser's pipe, and builds without the cyclic collector. False:
+# as before those two changes (cdp-use relays the answers, the collector runs during builds), for a
+# benchmark comparing the two call by call in one run (benchmarks/state_corpus.py --compare-fast).
+FAST = True
 
 _enabled = False
 _saved = Saved()
@@ -173,6 +177,7 @@ class Job:
 	device_pixel_ratio: float
 	listener_ids: set[int]
 	settings: dict[str, Any]  # DomService's options
+	collector_off: bool = True  # built without the cyclic collector (``FAST``)
 
 
 @dataclasses.dataclass
@@ -304,11 +309,23 @@ def _no_cyclic_collector() -> Iterator[None]:
 			gc.enable()
 
 
+@contextlib.contextmanager
+def _cyclic_collector() -> Iterator[None]:
+	"""With the collector, as builds ran before ``_no_cyclic_collector`` (for comparisons)."""
+	was = gc.isenabled()
+	gc.enable()
+	try:
+		yield
+	finally:
+		if not was:
+			gc.disable()
+
+
 def build(job: Job) -> Built:
 	"""browser-use's own tree build and serializer on trees read elsewhere (runs in the worker)."""
 	garbage: list[Any] = []
 	try:
-		with _no_cyclic_collector():
+		with _no_cyclic_collector() if job.collector_off else _cyclic_collector():
 			return _build(job, garbage)
 	finally:
 		if _in_worker and garbage:  # freeing ~700,000 objects takes ~0.1-0.2 s: after the answer is sent
@@ -339,7 +356,7 @@ def _build(job: Job, garbage: list[Any]) -> Built:
 	from browser_use.dom.service import DomService
 	from browser_use.dom.views import NodeType, TargetAllTrees
 
-	started = time.perf_counter()
+	started, cpu = time.perf_counter(), time.thread_time()
 	snapshot = _answer(job.snapshot)
 	max_iframes = job.settings.get('max_iframes', 100)
 	if snapshot and 'documents' in snapshot and len(snapshot['documents']) > max_iframes:
@@ -384,6 +401,7 @@ def _build(job: Job, garbage: list[Any]) -> Built:
 			'tree_ms': (built - decoded) * 1000,
 			'serialize_ms': (serialized - built) * 1000,
 			'detach_ms': (time.perf_counter() - serialized) * 1000,
+			'build_cpu_ms': (time.thread_time() - cpu) * 1000,
 		},
 	)
 
@@ -544,7 +562,7 @@ async def read_trees(service: Any, target_id: str) -> _Trees:
 
 	cdp_session = await service.browser_session.get_or_create_cdp_session(target_id=target_id, focus=False)
 	client, session_id = cdp_session.cdp_client, cdp_session.session_id
-	pipe = pipe_behind(service.browser_session.cdp_url) if session_id else None
+	pipe = pipe_behind(service.browser_session.cdp_url) if session_id and FAST else None
 
 	async def large(method: str, params: dict[str, Any]) -> Any:
 		"""One of the large answers, undecoded: straight from the browser's pipe when it is one of
@@ -621,6 +639,7 @@ async def _offloaded(service: Any) -> Any:
 		ax_trees=trees.ax_trees,
 		device_pixel_ratio=trees.device_pixel_ratio,
 		listener_ids=trees.listener_ids,
+		collector_off=FAST,
 		settings={
 			'cross_origin_iframes': service.cross_origin_iframes,
 			'paint_order_filtering': service.paint_order_filtering,
