@@ -64,21 +64,29 @@ def install_child_fds(child_read: int, child_write: int) -> None:
 
 
 class _Reader(asyncio.Protocol):
+	"""Splits the pipe's bytes into messages (NUL-terminated). A message longer than one read is
+	kept as the reads' chunks and joined once at its end: one copy of it, where a growing buffer
+	copied a multi-MB answer two or three times more on the event loop (~30 ms of a 12 MB one)."""
+
 	def __init__(self, mux: PipeMux) -> None:
 		self.mux = mux
-		self.buffer = bytearray()
-		self.scanned = 0
+		self.parts: list[bytes] = []  # the chunks of an unfinished message
 
 	def data_received(self, data: bytes) -> None:
-		self.buffer.extend(data)
+		start = 0
 		while True:
-			end = self.buffer.find(b'\0', self.scanned)
+			end = data.find(b'\0', start)
 			if end < 0:
-				self.scanned = len(self.buffer)
+				if start < len(data):
+					self.parts.append(data[start:] if start else data)
 				return
-			raw = bytes(self.buffer[:end])
-			del self.buffer[: end + 1]
-			self.scanned = 0
+			if self.parts:
+				self.parts.append(data[start:end])
+				raw = b''.join(self.parts)
+				self.parts = []
+			else:
+				raw = data[start:end]
+			start = end + 1
 			if self.mux.undecoded and self.mux.take_undecoded(raw):
 				continue
 			try:

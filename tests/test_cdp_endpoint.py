@@ -14,6 +14,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -239,3 +240,42 @@ async def test_endpoint_keeps_browser_use_and_its_agent_off_browser_pages(monkey
 			]
 	finally:
 		await router.close()
+
+
+def test_the_pipe_reader_splits_messages_wherever_the_reads_end() -> None:
+	"""Messages whole, in order, however the pipe's reads cut them (a NUL first or last in a read,
+	several messages in one read, one message over many); an undecoded answer's waiter gets its
+	bytes and the message is not routed."""
+	from browser_use_mcp.cdp_pipe import _Reader
+
+	class Mux:
+		def __init__(self) -> None:
+			self.undecoded: dict[int, Any] = {}
+			self.routed: list[str] = []
+			self.taken: list[bytes] = []
+
+		def take_undecoded(self, raw: bytes) -> bool:
+			if raw.startswith(b'{"id":7,'):
+				self.taken.append(raw)
+				return True
+			return False
+
+		def dispatch(self, text: str) -> None:
+			self.routed.append(text)
+
+	messages = [
+		b'{"id":1}',
+		b'{"method":"x","params":{"v":"' + 'é'.encode() * 5000 + b'"}}',
+		b'',
+		b'{"id":7,"result":{}}',
+		b'{"id":2}',
+	]
+	stream = b''.join(m + b'\0' for m in messages)
+	for size in (1, 2, 3, 7, 8, 9, 10, 64, 4096, len(stream)):
+		mux = Mux()
+		mux.undecoded = {7: None}
+		reader = _Reader(mux)  # type: ignore[arg-type]
+		for at in range(0, len(stream), size):
+			reader.data_received(stream[at : at + size])
+		assert mux.routed == [m.decode() for m in messages if not m.startswith(b'{"id":7,')], size
+		assert mux.taken == [b'{"id":7,"result":{}}'] and reader.parts == [], size
