@@ -80,6 +80,14 @@ def set_offload(on: bool) -> None:
 		patches.apply(patch, enabled=on)
 
 
+def set_fast(on: bool) -> None:
+	"""The patches on, with (``on``) or without the pipe route and the build without the collector."""
+	from browser_use_mcp.patches import offload_state
+
+	set_offload(True)
+	offload_state.FAST = on
+
+
 async def timed(catalog: Any, name: str, args: dict[str, Any]) -> tuple[float, str]:
 	"""(ms, text) of one call; a failed call is reported and timed, its text empty."""
 	from browser_use_mcp.tools.base import Call
@@ -108,13 +116,14 @@ async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) ->
 	samples: dict[bool, list[float]] = {m: [] for m in modes}
 	lengths: dict[bool, int] = {}
 	counts: dict[bool, int] = {}
+	switch = set_fast if _compare_fast else set_offload
 	for mode in modes:  # warm-up: the worker's import, the page's first layout
-		set_offload(mode)
+		switch(mode)
 		for _ in range(2):
 			await timed(catalog, 'browser_get_state', {'session_id': sid})
 	for _ in range(repeats):
 		for mode in modes:
-			set_offload(mode)
+			switch(mode)
 			ms, text = await timed(catalog, 'browser_get_state', {'session_id': sid})
 			samples[mode].append(ms)
 			if text:
@@ -125,8 +134,39 @@ async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) ->
 	return out
 
 
+async def peer_times(kind: str, urls: dict[str, str], repeats: int) -> dict[str, Any]:
+	"""A peer's snapshot on each corpus page (over MCP, its own Chromium): warm p50 (ms) and length."""
+	import re
+
+	from benchmarks import peers
+
+	out: dict[str, Any] = {}
+	async with peers.peer(kind) as srv, srv.agents(1, 'corpus') as (agent,):
+		for name, url in urls.items():
+			await agent.navigate(url)
+			if 'search' in name:  # Sphinx's search renders its results after load, as for ours
+				await asyncio.sleep(3)
+			for _ in range(2):
+				await agent.snapshot()
+			samples, text = [], ''
+			for _ in range(repeats):
+				text, seconds = await agent.snapshot()
+				samples.append(seconds * 1000)
+			refs = len(re.findall(r'\[ref=|uid=', text))
+			out[name] = {'p50': statistics.median(samples), 'chars': len(text), 'refs': refs}
+			print(kind, name, round(out[name]['p50'], 1), len(text), file=sys.stderr, flush=True)
+	return out
+
+
+_compare_fast = False  # --compare-fast: on/off is offload_state.FAST, the patches on in both
+
+
+def _labels() -> list[str]:
+	return ['fast on', 'fast off (as before)'] if _compare_fast else ['patches on', 'patches off']
+
+
 async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, on: bool) -> dict[str, float]:
-	set_offload(on)
+	(set_fast if _compare_fast else set_offload)(on)
 	if on:  # the worker is up before anything is measured
 		from browser_use_mcp.patches import offload_state
 
@@ -193,8 +233,10 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.sessions import SessionRegistry
 	from tests.pages import PageServer
 
+	global _compare_fast
+	_compare_fast = args.compare_fast
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
-	modes = [True, False]
+	modes = [True] if args.only_on_pages else [True, False]
 	pages = [
 		p for p in (*PAGES, *EXTRA) if available(p) and (p in PAGES if not args.pages else any(s in p.name for s in args.pages))
 	]
@@ -211,7 +253,7 @@ async def main(args: argparse.Namespace) -> None:
 					url = f'{site.url if page.synthetic else corpus.url}{page.path}'
 					result = await page_times(catalog, url, args.repeats, modes)
 					raw[page.name] = result
-					on, off = result[True], result[False]
+					on, off = result[True], result.get(False, {'p50': float('nan'), 'listed': None, 'chars': None})
 					rows.append(
 						[
 							page.name,
@@ -228,10 +270,26 @@ async def main(args: argparse.Namespace) -> None:
 				print(
 					table(
 						f'browser_get_state, warm p50 of {args.repeats} (ms), isolation {args.isolation}',
-						['page', 'elements', 'listed', 'patches on', 'patches off', 'on/off', 'chars', 'answers'],
+						['page', 'elements', 'listed', *_labels(), 'on/off', 'chars', 'answers'],
 						rows,
 					)
 				)
+			if args.peers:
+				urls = {p.name: f'{site.url if p.synthetic else corpus.url}{p.path}' for p in pages}
+				peer_rows = {p.name: [p.name, raw.get(p.name, {}).get(True, {}).get('p50')] for p in pages}
+				for kind in args.peers:
+					result = await peer_times(kind, urls, args.repeats)
+					raw[f'peer {kind}'] = result
+					for name, row in peer_rows.items():
+						row += [round(result[name]['p50'], 1), result[name]['chars']]
+				for row in peer_rows.values():
+					row[1] = round(row[1], 1) if row[1] is not None else '-'
+				header = ['page', 'ours get_state p50 (in process)']
+				for kind in args.peers:
+					header += [f'{kind} snapshot p50 (MCP)', f'{kind} chars']
+				print(table(f'peers on the corpus, warm p50 of {args.repeats} (ms)', header, list(peer_rows.values())))
+			if args.skip_stalls:
+				return
 			heavy = next(p for p in (*PAGES, *EXTRA) if available(p) and (args.heavy or 'stdtypes') in p.name)
 			heavy_url = f'{site.url if heavy.synthetic else corpus.url}{heavy.path}'
 			stall_rows: dict[str, list[Any]] = {}
@@ -243,7 +301,7 @@ async def main(args: argparse.Namespace) -> None:
 			print(
 				table(
 					f'light session beside a heavy one ({heavy.name}), {args.seconds:.0f} s each (ms)',
-					['measure', *(['patches on', 'patches off'] if not args.only_on else ['patches on'])],
+					['measure', *(_labels() if not args.only_on else _labels()[:1])],
 					list(stall_rows.values()),
 				)
 			)
@@ -265,6 +323,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 		'--heavy', help='the heavy page of the stall measurement, by name (default: python stdtypes, ~17,000 elements)'
 	)
 	parser.add_argument('--skip-pages', action='store_true')
+	parser.add_argument('--skip-stalls', action='store_true')
+	parser.add_argument(
+		'--compare-fast',
+		action='store_true',
+		help='on/off is offload_state.FAST (the pipe route and builds without the collector), the patches on in both',
+	)
+	parser.add_argument(
+		'--peers', nargs='*', default=[], help="also time these peers' snapshots on the pages (playwright, chrome-devtools)"
+	)
+	parser.add_argument('--only-on-pages', action='store_true', help="time only the patches on (not browser-use's pipeline)")
 	parser.add_argument('--only-on', action='store_true')
 	parser.add_argument('--json', help='write the raw figures here')
 	return parser.parse_args(argv)

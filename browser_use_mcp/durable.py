@@ -54,6 +54,46 @@ class StoreLocked(Exception):
 		)
 
 
+class DirHeld(Exception):
+	"""Another live process holds the owner lock of a directory (``holder`` names its pid)."""
+
+	def __init__(self, root: Path, holder: str) -> None:
+		self.root = root
+		self.holder = holder
+		super().__init__(f'{root} is owned by another running browser-use-mcp server ({holder})')
+
+
+def own_dir(root: Path) -> int:
+	"""Make ``root`` (0700) and take its ``owner.lock``: an ``flock`` held as long as the returned fd
+	is open (a killed server never leaves a stale lock), the pid written in for the message.
+	DirHeld when another live process holds it; OSError when the directory cannot be made."""
+	root.mkdir(parents=True, exist_ok=True, mode=0o700)
+	with contextlib.suppress(OSError):
+		os.chmod(root, 0o700)
+	fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+	try:
+		fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+	except OSError:
+		try:
+			holder = os.pread(fd, 200, 0).decode('utf-8', 'replace').strip()
+		except OSError:
+			holder = ''
+		os.close(fd)
+		raise DirHeld(root, f'pid {holder.split()[0]}' if holder else 'pid unknown') from None
+	os.ftruncate(fd, 0)
+	os.pwrite(fd, f'{os.getpid()} {time.time():.0f}\n'.encode(), 0)
+	os.set_inheritable(fd, False)
+	return fd
+
+
+def release_dir(fd: int) -> None:
+	"""Give up a lock taken by own_dir (closing the fd drops the flock)."""
+	with contextlib.suppress(OSError):
+		os.ftruncate(fd, 0)
+	with contextlib.suppress(OSError):
+		os.close(fd)
+
+
 class Unreadable(Exception):
 	"""A record exists but cannot be used (deleted under us, corrupted, wrong shape)."""
 
@@ -149,23 +189,10 @@ class DurableStore:
 		"""Own the store (idempotent); StoreLocked naming the holder if another live process does."""
 		if self._lock_fd is not None:
 			return
-		self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-		with contextlib.suppress(OSError):
-			os.chmod(self.root, 0o700)
-		fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
 		try:
-			fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-		except OSError:
-			try:
-				holder = os.pread(fd, 200, 0).decode('utf-8', 'replace').strip()
-			except OSError:
-				holder = ''
-			os.close(fd)
-			raise StoreLocked(self.root, f'pid {holder.split()[0]}' if holder else 'pid unknown') from None
-		os.ftruncate(fd, 0)
-		os.pwrite(fd, f'{os.getpid()} {time.time():.0f}\n'.encode(), 0)
-		os.set_inheritable(fd, False)
-		self._lock_fd = fd
+			self._lock_fd = own_dir(self.root)
+		except DirHeld as exc:
+			raise StoreLocked(self.root, exc.holder) from None
 
 	def try_acquire(self) -> bool:
 		"""Own the store if it exists and nobody else does; False otherwise (never raises)."""
@@ -182,9 +209,7 @@ class DurableStore:
 
 	def release(self) -> None:
 		if self._lock_fd is not None:
-			with contextlib.suppress(OSError):
-				os.ftruncate(self._lock_fd, 0)
-			os.close(self._lock_fd)  # closing drops the flock
+			release_dir(self._lock_fd)
 			self._lock_fd = None
 
 	# -- records -----------------------------------------------------------------------------------

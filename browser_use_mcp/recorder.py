@@ -2,8 +2,9 @@
 
 A session is recorded when the server runs with ``--record trace`` or when
 ``browser_create_session`` asks for ``record: ["trace"]``. Its recording is a directory under the
-server's state directory, named by a digest of (principal, session id) and a random suffix (never
-the id itself), holding ``trace.jsonl`` (one JSON object per call, written as each call ends) and
+persistent state directory (``<state dir>/recordings/p-<principal digest>/<session digest>-<rand>/``:
+one-way digests and a random suffix, never the id itself), holding ``meta.json`` (who, what, when;
+rewritten whole at start and close), ``trace.jsonl`` (one JSON object per call, written as each call ends) and
 ``shot-<n>.jpg``: a scaled-down JPEG of the page after each page-changing call, taken by the
 browser itself (``Page.captureScreenshot`` with a clip scale), so no image work runs on the loop.
 
@@ -11,6 +12,10 @@ Bounded: a recording stops growing at ``SIZE_CAP`` bytes (a last ``truncated`` l
 a write that fails (full disk, a directory gone) marks it truncated and the session carries on.
 Recordings outlive their session for ``--recordings-ttl`` seconds, all of them together under
 ``TOTAL_CAP`` bytes (the oldest closed ones go first), and belong to the session's principal.
+They outlive the server too: the next server on the same state dir adopts them at start
+(``Recordings.adopt``), matching a caller by the digest of its principal. One server at a time owns
+that directory (``owner.lock``, as the durable store's); a second one keeps its recordings in its own
+scratch directory, gone when it stops.
 """
 
 from __future__ import annotations
@@ -20,14 +25,17 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import secrets
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from browser_use_mcp.calllog import REDACTED, USERINFO, is_secret
+from browser_use_mcp.durable import DirHeld, own_dir, principal_digest, release_dir
 from browser_use_mcp.har import HarLog
 from browser_use_mcp.screencast import Screencast
 
@@ -49,6 +57,9 @@ HAR_FILE = 'recording.har'
 VIDEO_FILE = 'video.webm'
 CONSOLE_FILE = 'console.json'
 NETWORK_FILE = 'network.json'
+META_FILE = 'meta.json'
+META_VERSION = 1
+STOPPED = 'server stopped'  # why a recording still open when its server died was cut short
 
 # Calls after which the page (or which page is shown) may have changed: a screenshot follows.
 PAGE_CHANGING = frozenset(
@@ -140,8 +151,10 @@ class Recording:
 	writes: set[asyncio.Task[None]] = field(default_factory=set, repr=False)  # page-changing calls being completed
 	replaced: dict[str, int] = field(default_factory=dict, repr=False)  # bytes of the files rewritten whole (HAR …)
 	video_bytes: int = 0
+	owner: str = ''  # digest of the principal: what a recording adopted after a restart is matched by
 
 	def __post_init__(self) -> None:
+		self.owner = self.owner or principal_digest(self.principal)
 		if 'har' in self.kinds:
 			self.har = HarLog()
 		# the screencast: the trace's screenshots and the video are taken from it
@@ -204,6 +217,40 @@ class Recording:
 			with open(self.trace, 'ab') as f:
 				f.write(line)
 			self.size += len(line)
+		self.write_meta()  # why it was cut, kept for the next server should this one be killed
+
+	def meta(self) -> dict[str, Any]:
+		"""What the next server needs to adopt this recording (the principal only as its digest)."""
+		return {
+			'version': META_VERSION,
+			'session_id': self.session_id,
+			'principal': self.owner,
+			'kinds': list(self.kinds),
+			'started': self.started,
+			'closed_at': self.closed_at,
+			'size': self.size,
+			'size_cap': self.size_cap,
+			'truncated': self.truncated,
+			'video_note': self.video_note,
+		}
+
+	def write_meta(self) -> bool:
+		"""Write meta.json whole or not at all (0600); False when the disk refuses. Small and blocking."""
+		try:
+			fd, tmp = tempfile.mkstemp(prefix='.meta-', suffix='.tmp', dir=self.path)
+		except OSError as exc:
+			logger.info('could not write the metadata of the recording of %r: %s', self.session_id[:40], exc)
+			return False
+		try:
+			with os.fdopen(fd, 'w', encoding='utf-8') as out:
+				json.dump(self.meta(), out, ensure_ascii=False)
+			os.replace(tmp, self.path / META_FILE)
+		except OSError as exc:
+			with contextlib.suppress(OSError):
+				os.unlink(tmp)
+			logger.info('could not write the metadata of the recording of %r: %s', self.session_id[:40], exc)
+			return False
+		return True
 
 	def line(self, entry: dict[str, Any]) -> bool:
 		return self._write(json.dumps(entry, ensure_ascii=False, default=str).encode() + b'\n', self.trace)
@@ -347,7 +394,10 @@ class Recording:
 
 	async def snapshot(self, state: Any = None) -> None:
 		"""Bring the files read after the fact up to date: the HAR so far and, from the open session,
-		its console messages and network requests (tools/debug.py's buffers). Never raises."""
+		its console messages and network requests (tools/debug.py's buffers). Never raises. A closed
+		recording's files are final (one adopted after a restart has no HAR entries in memory)."""
+		if self.closed_at is not None:
+			return
 		try:
 			if self.har is not None:
 				await self.har.settle()
@@ -380,6 +430,7 @@ class Recording:
 				self.har.stop()
 			self.closed_at = time.time()
 			self.line({'closed': self.closed_at, **({'video': self.cast.video_error} if self.video and self.cast else {})})
+			await asyncio.to_thread(self.write_meta)  # a restarted server adopts it from this
 
 	@property
 	def video_note(self) -> str | None:
@@ -434,18 +485,61 @@ class RecordingExpired(Exception):
 
 
 class Recordings:
-	"""Every recording of this server: made per session, looked up by (principal, session id),
-	kept ``ttl`` s after the session closed, all under ``total_cap`` bytes."""
+	"""Every recording of this server: made per session, looked up by (principal digest, session id),
+	kept ``ttl`` s after the session closed, all under ``total_cap`` bytes. Persistent (``lock_fd``
+	given: ``open`` took ``root``'s owner lock), they are adopted by the next server on that state dir."""
 
-	def __init__(self, root: Path, ttl: float = DEFAULT_TTL, total_cap: int = TOTAL_CAP, size_cap: int = SIZE_CAP) -> None:
+	def __init__(
+		self,
+		root: Path,
+		ttl: float = DEFAULT_TTL,
+		total_cap: int = TOTAL_CAP,
+		size_cap: int = SIZE_CAP,
+		lock_fd: int | None = None,
+	) -> None:
 		self.root = root
 		self.ttl = ttl
 		self.total_cap = total_cap
 		self.size_cap = size_cap
+		self._lock_fd = lock_fd
 		self._by_key: dict[tuple[str, str], Recording] = {}
 		self._expired: dict[tuple[str, str], float] = {}  # key -> when its recording was dropped
 		self._doomed: list[Path] = []  # directories of dropped recordings, deleted off the loop (purge)
 		self.last_error = ''  # why the last recording could not be started
+
+	@classmethod
+	def open(
+		cls, state_dir: Path, scratch: Path, ttl: float = DEFAULT_TTL, total_cap: int = TOTAL_CAP, size_cap: int = SIZE_CAP
+	) -> Recordings:
+		"""The recordings of ``<state dir>/recordings``, owned by this server; when another live server
+		owns them (or the directory cannot be made), recordings in this server's ``scratch`` directory,
+		gone when it stops (the log says so). Blocking: run it in a thread."""
+		root = state_dir / 'recordings'
+		try:
+			fd = own_dir(root)
+		except (DirHeld, OSError) as exc:
+			why = str(exc) if isinstance(exc, DirHeld) else f'{root} cannot be made ({exc.strerror or exc})'
+			logger.warning(
+				"recordings are kept in this server's scratch directory and deleted when it stops: %s; "
+				'give this server a --state-dir of its own to keep them across restarts',
+				why,
+			)
+			return cls(scratch / 'recordings', ttl, total_cap, size_cap)
+		return cls(root, ttl, total_cap, size_cap, lock_fd=fd)
+
+	@property
+	def persistent(self) -> bool:
+		return self._lock_fd is not None
+
+	def release(self) -> None:
+		"""Give up the recordings directory (the next server adopts what is in it)."""
+		if self._lock_fd is not None:
+			release_dir(self._lock_fd)
+			self._lock_fd = None
+
+	@staticmethod
+	def _key(principal: str, session_id: str) -> tuple[str, str]:
+		return principal_digest(principal), session_id
 
 	def start(self, principal: str, session_id: str, kinds: tuple[str, ...] = ('trace',)) -> Recording | None:
 		"""A new recording for this session (replacing an older one of the same id); None when its
@@ -453,20 +547,24 @@ class Recordings:
 		from browser_use_mcp.browser import session_digest
 
 		self.sweep()
-		key = (principal, session_id)
+		key = self._key(principal, session_id)
 		old = self._by_key.pop(key, None)
 		if old is not None:
 			self._drop(old)
 		self._expired.pop(key, None)
-		path = self.root / f'r-{session_digest(principal, session_id)}-{secrets.token_hex(4)}'
+		folder = self.root / f'p-{key[0]}'
+		path = folder / f'{session_digest(principal, session_id)}-{secrets.token_hex(4)}'
 		try:
-			path.mkdir(parents=True, mode=0o700)
+			self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+			folder.mkdir(exist_ok=True, mode=0o700)
+			path.mkdir(mode=0o700)
 		except OSError as exc:
 			logger.warning('cannot record session %r: %s', session_id[:40], exc)
 			self.last_error = f'{exc.strerror or exc} ({self.root})'
 			return None
 		recording = Recording(principal, session_id, path, size_cap=self.size_cap, kinds=tuple(kinds) or ('trace',))
 		recording.line({'recording': list(recording.kinds), 'started': recording.started, 'size_cap': self.size_cap})
+		recording.write_meta()  # a server killed from now on leaves it adoptable
 		self._by_key[key] = recording
 		return recording
 
@@ -474,7 +572,7 @@ class Recordings:
 		"""This principal's recording of that session; None if there is none (or it is another's);
 		raises RecordingExpired when it was kept and has since gone."""
 		self.sweep()
-		key = (principal, session_id)
+		key = self._key(principal, session_id)
 		recording = self._by_key.get(key)
 		if recording is None and key in self._expired:
 			raise RecordingExpired(key)
@@ -486,10 +584,104 @@ class Recordings:
 
 	def of(self, principal: str) -> list[Recording]:
 		"""This principal's recordings kept now, open and closed."""
-		return [r for (p, _), r in list(self._by_key.items()) if p == principal]
+		owner = principal_digest(principal)
+		return [r for (p, _), r in list(self._by_key.items()) if p == owner]
 
 	def __len__(self) -> int:
 		return len(self._by_key)
+
+	# -- after a restart ---------------------------------------------------------------------------
+
+	async def adopt(self) -> int:
+		"""Take over the recordings an earlier server left in a persistent root (read and cleaned in a
+		thread); a recording it was still writing counts as closed and truncated. The number adopted."""
+		if not self.persistent:
+			return 0
+		found, expired = await asyncio.to_thread(self.scan)
+		now = time.time()
+		for key in expired:
+			self._expired[key] = now
+		for rec in sorted(found, key=lambda r: r.started):  # the newest recording of one id wins
+			key = (rec.owner, rec.session_id)
+			old = self._by_key.get(key)
+			if old is not None:
+				self._drop(old)
+			self._by_key[key] = rec
+		self.sweep()  # the total cap, oldest first
+		await asyncio.to_thread(self.purge)
+		if found or expired:
+			logger.info(
+				'adopted %d recordings from %s (%d past --recordings-ttl deleted)', len(self._by_key), self.root, len(expired)
+			)
+		return len(self._by_key)
+
+	def scan(self, now: float | None = None) -> tuple[list[Recording], list[tuple[str, str]]]:
+		"""The recordings in ``root`` as closed ones, and the keys of those past the ttl, which are
+		deleted (as are directories without readable metadata). Blocking: run it in a thread."""
+		now = time.time() if now is None else now
+		found: list[Recording] = []
+		expired: list[tuple[str, str]] = []
+		for folder in sorted(self.root.glob('p-*')):
+			if not folder.is_dir() or folder.is_symlink():
+				continue
+			for path in sorted(folder.iterdir()):
+				if not path.is_dir() or path.is_symlink():
+					continue
+				rec = self._load(path, folder.name[2:], now)
+				if isinstance(rec, Recording):
+					found.append(rec)
+					continue
+				if rec is not None:
+					expired.append(rec)
+				shutil.rmtree(path, ignore_errors=True)
+			with contextlib.suppress(OSError):
+				folder.rmdir()  # only when empty
+		return found, expired
+
+	def _load(self, path: Path, owner: str, now: float) -> Recording | tuple[str, str] | None:
+		"""One recording directory as a closed Recording; its key when it is past the ttl; None when
+		it cannot be read (no metadata: made by a server killed before it wrote any)."""
+		try:
+			meta = json.loads((path / META_FILE).read_text(encoding='utf-8'))
+			if not isinstance(meta, dict) or meta.get('version') != META_VERSION or meta.get('principal') != owner:
+				raise ValueError('not a recording of this version and principal')
+			session_id = meta['session_id']
+			kinds = tuple(k for k in meta.get('kinds') or () if k in KINDS) or ('trace',)
+			started = float(meta['started'])
+			closed = meta.get('closed_at')
+			truncated = meta.get('truncated')
+			if not isinstance(session_id, str) or not isinstance(truncated, str | None):
+				raise ValueError('a field of the wrong type')
+			files = [f for f in path.iterdir() if f.is_file() and not f.is_symlink() and f.name != META_FILE]
+			stats = [f.stat() for f in files]
+		except (OSError, ValueError, KeyError, TypeError) as exc:
+			logger.info('deleting the unreadable recording %s: %s', path, exc)
+			return None
+		crashed = closed is None
+		if crashed:  # its server was killed while it was being written: closed when it was last written
+			closed = max((st.st_mtime for st in stats), default=started)
+			truncated = truncated or STOPPED
+		if now - float(closed) > self.ttl:
+			return owner, session_id
+		rec = Recording(
+			'',
+			session_id,
+			path,
+			size_cap=int(meta.get('size_cap') or self.size_cap),
+			kinds=kinds,
+			started=started,
+			closed_at=float(closed),
+			size=sum(st.st_size for st in stats),
+			truncated=truncated,
+			owner=owner,
+		)
+		if rec.cast is not None and isinstance(meta.get('video_note'), str):
+			rec.cast.video_error = meta['video_note']
+		if crashed:
+			rec.write_meta()  # adopted as closed: said once, for the next restart too
+		return rec
+
+	# -- expiry ------------------------------------------------------------------------------------
 
 	def sweep(self, now: float | None = None) -> None:
 		"""Drop closed recordings past their ttl, then the oldest closed ones while over the total cap."""

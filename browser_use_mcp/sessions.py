@@ -319,9 +319,15 @@ class SessionRegistry:
 			self.durable.acquire()  # the CLI took it before serving; StoreLocked here fails the start
 		else:
 			self.durable.try_acquire()  # a store left by an earlier server: serve it when nobody else does
-		self.recordings = Recordings(
-			state_dir.path / 'recordings', self.config.recordings_ttl, size_cap=self.config.recording_size_cap
+		# recordings outlive the server under the state dir (recorder.py: adopted here, in a thread)
+		self.recordings = await asyncio.to_thread(
+			Recordings.open,
+			self.config.state_dir,
+			state_dir.path,
+			self.config.recordings_ttl,
+			size_cap=self.config.recording_size_cap,
 		)
+		await self.recordings.adopt()
 		self._reaper = asyncio.create_task(self._reap_forever(), name='session-reaper')
 		if self.config.prewarm > 0:
 			provider = self.runtime.provider_for(is_default=False)
@@ -332,6 +338,13 @@ class SessionRegistry:
 				room=lambda: self.config.max_sessions - self.count,
 			)
 			self.pool.start()
+
+	async def started_recordings(self) -> Recordings | None:
+		"""The recordings once start-up has adopted those an earlier server left (recorder.py): a
+		reader asking in the server's first seconds waits for them rather than missing them."""
+		if self.recordings is None and self._starting is not None:
+			await asyncio.wait({self._starting})  # its failure is reported by ready(), not here
+		return self.recordings
 
 	async def shutdown(self) -> None:
 		"""Close every session and remove our state dir. Idempotent; never raises."""
@@ -355,8 +368,11 @@ class SessionRegistry:
 			*(self._close_state(s, 'the server shut down') for s in list(self._sessions.values())), return_exceptions=True
 		)
 		await asyncio.gather(*self._closing.values(), *self._background, return_exceptions=True)
+		await self.runtime.shutdown()  # providers, egress doors, our state dir, the sidecar
+		if self.recordings is not None:  # closed above, their metadata written: the next server adopts them
+			await asyncio.to_thread(self.recordings.purge)
+			self.recordings.release()
 		self.durable.release()
-		await self.runtime.shutdown()
 
 	# -- health ------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -127,6 +128,61 @@ async def test_chromium_of_ours_has_no_devtools_port_and_channels_are_separate()
 			await chromium.kill()
 
 
+async def test_a_large_answer_can_skip_the_channel_and_stay_undecoded() -> None:
+	"""``PipeMux.send_undecoded``: the page state's large answers come back to their caller as the
+	pipe's bytes, never routed to the channel whose session they ran on; a browser that exits
+	fails the waiting caller instead of leaving it waiting."""
+	from browser_use_mcp.cdp_pipe import PipeClosed
+	from browser_use_mcp.providers.cdp_proxy import PassthroughLink, pipe_behind
+
+	with tempfile.TemporaryDirectory() as tmp:
+		profile = Path(tmp)
+		args = ['--headless=new', '--no-sandbox', f'--user-data-dir={profile}', '--proxy-server=http://127.0.0.1:9']
+		chromium = await ChromiumProcess.launch(find_chromium() or '', args, profile, Owner.current())
+		router = ContextRouter()
+		await router.start()
+		try:
+			url = router.add(PassthroughLink(chromium.cdp.open_channel))
+			assert pipe_behind(url) is chromium.cdp
+			assert pipe_behind(url[:-3] + 'xyz') is None and pipe_behind('ws://127.0.0.1:9222/devtools/browser/x') is None
+			channel = await chromium.cdp.open_channel()
+
+			async def ask(message: dict[str, object]) -> dict[str, object]:
+				await channel.send(json.dumps(message))
+				while True:
+					reply = json.loads(await channel.recv())
+					if reply.get('id') == message['id']:
+						return reply
+
+			target = (await ask({'id': 1, 'method': 'Target.createTarget', 'params': {'url': 'about:blank'}}))['result']
+			attached = await ask(
+				{'id': 2, 'method': 'Target.attachToTarget', 'params': {'targetId': target['targetId'], 'flatten': True}}
+			)  # type: ignore[index]
+			session = attached['result']['sessionId']  # type: ignore[index]
+			params = {'expression': "'é'.repeat(600000)", 'returnByValue': True}
+			raw = await asyncio.wait_for(chromium.cdp.send_undecoded(1 << 29, 'Runtime.evaluate', params, session), 10)
+			assert isinstance(raw, bytes) and raw.startswith(b'{"id":536870912,"result":')
+			assert json.loads(raw)['result']['result']['value'] == 'é' * 600000
+			# the channel that owns the session did not get it: its next answer is its own next command's
+			assert (await ask({'id': 3, 'method': 'Runtime.evaluate', 'params': {'expression': '2'}, 'sessionId': session}))[
+				'id'
+			] == 3
+			assert not chromium.cdp.undecoded
+			never = {'expression': 'new Promise(() => {})', 'awaitPromise': True}
+			waiting = asyncio.ensure_future(chromium.cdp.send_undecoded((1 << 29) + 1, 'Runtime.evaluate', never, session))
+			await asyncio.sleep(0.2)
+			assert not waiting.done()
+			with contextlib.suppress(ProcessLookupError):
+				psutil.Process(chromium.pid).kill()
+			with pytest.raises(PipeClosed):
+				await asyncio.wait_for(waiting, 10)
+			assert pipe_behind(url) is None  # a closed pipe is not offered
+			await channel.close()
+		finally:
+			await router.close()
+			await chromium.kill()
+
+
 class Recorder:
 	"""An upstream that records what reaches the browser and answers nothing."""
 
@@ -184,3 +240,42 @@ async def test_endpoint_keeps_browser_use_and_its_agent_off_browser_pages(monkey
 			]
 	finally:
 		await router.close()
+
+
+def test_the_pipe_reader_splits_messages_wherever_the_reads_end() -> None:
+	"""Messages whole, in order, however the pipe's reads cut them (a NUL first or last in a read,
+	several messages in one read, one message over many); an undecoded answer's waiter gets its
+	bytes and the message is not routed."""
+	from browser_use_mcp.cdp_pipe import _Reader
+
+	class Mux:
+		def __init__(self) -> None:
+			self.undecoded: dict[int, Any] = {}
+			self.routed: list[str] = []
+			self.taken: list[bytes] = []
+
+		def take_undecoded(self, raw: bytes) -> bool:
+			if raw.startswith(b'{"id":7,'):
+				self.taken.append(raw)
+				return True
+			return False
+
+		def dispatch(self, text: str) -> None:
+			self.routed.append(text)
+
+	messages = [
+		b'{"id":1}',
+		b'{"method":"x","params":{"v":"' + 'é'.encode() * 5000 + b'"}}',
+		b'',
+		b'{"id":7,"result":{}}',
+		b'{"id":2}',
+	]
+	stream = b''.join(m + b'\0' for m in messages)
+	for size in (1, 2, 3, 7, 8, 9, 10, 64, 4096, len(stream)):
+		mux = Mux()
+		mux.undecoded = {7: None}
+		reader = _Reader(mux)  # type: ignore[arg-type]
+		for at in range(0, len(stream), size):
+			reader.data_received(stream[at : at + size])
+		assert mux.routed == [m.decode() for m in messages if not m.startswith(b'{"id":7,')], size
+		assert mux.taken == [b'{"id":7,"result":{}}'] and reader.parts == [], size

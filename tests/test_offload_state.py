@@ -15,7 +15,7 @@ import dataclasses
 import json
 import pickle
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +182,51 @@ async def test_the_worker_lists_what_browser_use_lists(
 	from browser_use.dom.service import DomService
 
 	assert DomService.detect_pagination_buttons(built) == offload_state._pagination[id(built)][1]
+
+
+@pytest.fixture(scope='module')
+def corpus() -> Iterator[str]:
+	from benchmarks.corpus import CorpusServer
+
+	with CorpusServer() as server:
+		yield server.url
+
+
+def _corpus_pages() -> list[Any]:
+	from benchmarks.corpus import PAGES, available
+
+	return [pytest.param(p.path, id=p.name.replace(' ', '-')) for p in PAGES if not p.synthetic and available(p)] or [
+		pytest.param('', marks=pytest.mark.skip(reason='no corpus page installed: python -m benchmarks.corpus --setup'))
+	]
+
+
+@pytest.mark.parametrize('path', _corpus_pages())
+async def test_the_worker_lists_what_browser_use_lists_on_real_pages(
+	registry: SessionRegistry, corpus: str, path: str, everything_to_the_worker: list[str]
+) -> None:
+	"""The corpus of the benchmarks (Debian's documentation pages: forms, long reference text, big
+	tables, an index of links, a JavaScript app), each built both ways: browser-use's own pipeline
+	in process, and the worker's (answers straight from the pipe, no cyclic collector, the tree's
+	links dropped after it). Every listed element is the same: index, tag, attributes, text,
+	snapshot and accessibility data, position, session. The intended differences are in the tree
+	around them, which the state does not show: a worker's node has no parent (its xpath is its
+	tag alone) and, as its only child, a text node holding its children's text."""
+	catalog = Catalog(registry)
+	await catalog.call('browser_navigate', {'session_id': 'corpus', 'url': f'{corpus}{path}'}, Call())
+	count = {'session_id': 'corpus', 'expression': "document.querySelectorAll('*').length"}
+	counted, deadline = '', time.monotonic() + 20
+	while time.monotonic() < deadline:  # the search page renders its results after load: until it stops growing
+		now = (await catalog.call('browser_evaluate', count, Call())).text
+		if now == counted:
+			break
+		counted = now
+		await asyncio.sleep(0.5)
+	own, built = await both_ways(registry, 'corpus')
+	assert everything_to_the_worker, 'the state was not built by the worker'
+	assert list(built) == list(own)
+	for index in own:
+		assert described(built[index]) == described(own[index]), index
+	assert len(own) >= 20, len(own)
 
 
 async def test_a_node_survives_the_trip_between_processes(registry: SessionRegistry, site: str) -> None:

@@ -337,7 +337,7 @@ class Dashboard:
 		now = time.time()
 		states = sorted(self.registry.sessions(principal), key=lambda s: s.created_at)
 		live = {id(s.recording) for s in states if s.recording is not None}
-		recordings = self.registry.recordings
+		recordings = await self.registry.started_recordings()
 		closed = [] if recordings is None else [r for r in recordings.of(principal) if id(r) not in live]
 		return JSONResponse(
 			{
@@ -379,11 +379,12 @@ class Dashboard:
 		)
 		return info
 
-	def _recording(self, principal: str, session_id: str) -> Any:
+	async def _recording(self, principal: str, session_id: str) -> Any:
 		from browser_use_mcp.recorder import RecordingExpired
 
 		try:
-			return self.registry.recordings.get(principal, session_id) if self.registry.recordings is not None else None
+			recordings = await self.registry.started_recordings()
+			return recordings.get(principal, session_id) if recordings is not None else None
 		except RecordingExpired:
 			return None
 
@@ -398,7 +399,7 @@ class Dashboard:
 	async def _fresh(self, principal: str, session_id: str) -> Any:
 		"""The principal's recording with its files up to date (the live session's HAR and console and
 		network rows written out), or None."""
-		recording = self._recording(principal, session_id)
+		recording = await self._recording(principal, session_id)
 		if recording is not None:
 			await recording.settle()
 			live = next((s for s in self.registry.sessions(principal) if s.recording is recording), None)
@@ -409,7 +410,7 @@ class Dashboard:
 	async def replay_video(self, request: Request, principal: str, login_id: str | None) -> Response:
 		from browser_use_mcp.dashboard import replay
 
-		recording = self._recording(principal, request.path_params['sid'])
+		recording = await self._recording(principal, request.path_params['sid'])
 		path = None if recording is None else replay.video_path(recording)
 		if path is None:
 			return self._error(404, 'No such video (a video can be played once its session is closed).')
@@ -441,7 +442,7 @@ class Dashboard:
 	async def replay_shot(self, request: Request, principal: str, login_id: str | None) -> Response:
 		from browser_use_mcp.dashboard import replay
 
-		recording = self._recording(principal, request.path_params['sid'])
+		recording = await self._recording(principal, request.path_params['sid'])
 		path = None if recording is None else replay.shot_path(recording, request.path_params['seq'])
 		if path is None:
 			return self._error(404, 'No such screenshot.')

@@ -40,6 +40,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from browser_use_mcp import urls
+from browser_use_mcp.cdp_pipe import PipeMux
 from browser_use_mcp.tasks import current_scope
 
 logger = logging.getLogger('browser_use_mcp.providers.cdp_proxy')
@@ -346,6 +347,19 @@ class PassthroughLink:
 PATH_PREFIX = '/devtools/browser/'
 
 
+_every_link: dict[str, Any] = {}  # secret path -> link, over every router of this process
+
+
+def pipe_behind(cdp_url: str | None) -> PipeMux | None:
+	"""The DevTools pipe of the Chromium of ours behind a session's endpoint URL (None for a remote
+	browser, or a URL that is not one of ours)."""
+	if not cdp_url or PATH_PREFIX not in cdp_url:
+		return None
+	upstream = getattr(_every_link.get(cdp_url.rsplit('/', 1)[-1]), 'open_upstream', None)
+	mux = getattr(upstream, '__self__', None)  # a PipeMux's open_channel
+	return mux if isinstance(mux, PipeMux) and not mux.closed else None
+
+
 class ContextRouter:
 	"""The loopback websocket server every session's browser-use connects to, one secret path per
 	session. Nothing else is served: no HTTP discovery (/json/...), no page endpoints, and no
@@ -374,10 +388,13 @@ class ContextRouter:
 		"""Route a new secret path to ``link``; the websocket URL browser-use connects to."""
 		token = secrets.token_urlsafe(24)
 		self._links[token] = link
+		_every_link[token] = link
 		return f'ws://127.0.0.1:{self.port}{PATH_PREFIX}{token}'
 
 	def remove(self, url: str) -> None:
-		self._links.pop(url.rsplit('/', 1)[-1], None)
+		token = url.rsplit('/', 1)[-1]
+		if self._links.pop(token, None) is not None:
+			_every_link.pop(token, None)
 
 	def _link(self, path: str) -> Link | None:
 		if not path.startswith(PATH_PREFIX):
@@ -405,6 +422,8 @@ class ContextRouter:
 			logger.info('CDP connection ended: %s', exc)
 
 	async def close(self) -> None:
+		for token in self._links:
+			_every_link.pop(token, None)
 		if self._server is not None:
 			self._server.close()
 			with contextlib.suppress(Exception):

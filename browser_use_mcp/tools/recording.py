@@ -66,7 +66,8 @@ async def browser_get_recording(registry: SessionRegistry, args: GetRecordingArg
 	call; the paths of its HAR file and video. Works for an open session and, for a while, a closed one."""
 	sid = registry.normalize_id(args.session_id)
 	try:
-		rec = registry.recordings.get(call.principal, sid) if registry.recordings is not None else None
+		recordings = await registry.started_recordings()
+		rec = recordings.get(call.principal, sid) if recordings is not None else None
 	except RecordingExpired:
 		raise ToolError(
 			f'The recording of session {sid!r} has expired: recordings are kept {registry.config.recordings_ttl:g} s after '

@@ -22,7 +22,7 @@ async def mcp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mcp]:
 
 
 def recordings_dir(mcp: Mcp) -> list[Path]:
-	return [p for p in (mcp.home / 'state').glob('srv-*/recordings/r-*') if p.is_dir()]
+	return [p for p in (mcp.home / 'state').glob('recordings/p-*/*') if p.is_dir()]
 
 
 async def test_trace_lists_every_call_with_redaction_and_screenshots(mcp: Mcp, site: str) -> None:

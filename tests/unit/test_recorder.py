@@ -68,6 +68,7 @@ async def test_size_cap_truncates(tmp_path: Path) -> None:
 	assert 'truncated' in lines[-1] or any('truncated' in line for line in lines)
 	assert 0 < len([line for line in lines if 'seq' in line]) < 20
 	assert rec.size <= 1024 + 200
+	assert json.loads((rec.path / 'meta.json').read_text())['truncated'] == rec.truncated, 'said for the next server'
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason='root writes anywhere')
@@ -208,3 +209,72 @@ def test_a_recordings_dir_that_cannot_be_made_says_why(tmp_path: Path) -> None:
 	recordings = Recordings(blocker)
 	assert recordings.start('p', 's', ('trace', 'har')) is None
 	assert str(blocker) in recordings.last_error and len(recordings) == 0
+
+
+# -- recordings outlive the server (adopted by the next one on the same state dir) ----------------
+
+
+async def test_a_restart_adopts_closed_and_cut_short_recordings_and_drops_expired_ones(tmp_path: Path) -> None:
+	import stat
+	import time
+
+	first = Recordings.open(tmp_path / 'state', tmp_path / 'scratch-1', ttl=600.0)
+	assert first.persistent and first.root == tmp_path / 'state' / 'recordings'
+	closed, open_, old = first.start('alice', 'done'), first.start('alice', 'killed'), first.start('bob', 'old')
+	assert closed is not None and open_ is not None and old is not None
+	await record_calls(closed, 2)
+	await record_calls(open_, 1)
+	await closed.close()
+	await old.close()
+	meta = json.loads((old.path / 'meta.json').read_text())
+	assert meta['principal'] != 'bob' and 'bob' not in json.dumps(meta), 'the principal only as its digest'
+	(old.path / 'meta.json').write_text(json.dumps({**meta, 'closed_at': time.time() - 3600}))
+	for path in (closed.path, closed.path.parent, first.root):
+		assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+	assert stat.S_IMODE((closed.path / 'meta.json').stat().st_mode) == 0o600
+	# a second server on the same state dir meanwhile: its recordings are its own, in its scratch dir
+	second = Recordings.open(tmp_path / 'state', tmp_path / 'scratch-2')
+	assert not second.persistent and second.root == tmp_path / 'scratch-2' / 'recordings'
+	assert await second.adopt() == 0
+	first.release()  # the server stops (killed: "killed" was never closed)
+
+	again = Recordings.open(tmp_path / 'state', tmp_path / 'scratch-3', ttl=600.0)
+	try:
+		assert await again.adopt() == 2
+		done = again.get('alice', 'done')
+		assert done is not None and done.closed_at == closed.closed_at and done.truncated is None
+		assert [e['seq'] for e in read_trace(done) if 'seq' in e] == [1, 2]
+		assert done.size == sum(f.stat().st_size for f in done.path.iterdir() if f.name != 'meta.json')
+		cut = again.get('alice', 'killed')
+		assert cut is not None and cut.closed_at is not None and cut.truncated == 'server stopped'
+		assert json.loads((cut.path / 'meta.json').read_text())['truncated'] == 'server stopped'
+		assert again.get('bob', 'done') is None and again.get('bob', 'killed') is None, 'matched by principal'
+		with pytest.raises(RecordingExpired):
+			again.get('bob', 'old')
+		assert not old.path.exists() and not old.path.parent.exists()
+		assert sorted(r.session_id for r in again.of('alice')) == ['done', 'killed']
+		assert again.of('bob') == []
+	finally:
+		again.release()
+
+
+async def test_adoption_keeps_the_total_cap_and_deletes_unreadable_directories(tmp_path: Path) -> None:
+	first = Recordings.open(tmp_path / 'state', tmp_path / 'scratch')
+	recs = [first.start('p', f's{i}') for i in range(3)]
+	for rec in recs:
+		assert rec is not None
+		await record_calls(rec, 3)
+		await rec.close()
+	stray = first.root / 'p-0123' / 'junk'
+	stray.mkdir(parents=True)
+	first.release()
+	sizes = [r.size for r in recs if r is not None]
+	again = Recordings.open(tmp_path / 'state', tmp_path / 'scratch', total_cap=sizes[1] + sizes[2] + 10)
+	try:
+		assert await again.adopt() == 2
+		with pytest.raises(RecordingExpired):
+			again.get('p', 's0')  # the oldest went first
+		assert again.get('p', 's2') is not None
+		assert not stray.exists() and recs[0] is not None and not recs[0].path.exists()
+	finally:
+		again.release()
