@@ -48,11 +48,11 @@ async def timed(srv: Server, repeats: int, tool: str, arguments: Callable[[int],
 
 
 async def bench(repeats: int) -> dict[str, dict[str, float]]:
-	from tests.support import html_pages
-	from tests.test_actions import PAGES
+	from harness.pages import ACTION_PAGES
+	from harness.servers import html_pages
 
 	out: dict[str, dict[str, float]] = {}
-	with html_pages(PAGES) as site:
+	with html_pages(ACTION_PAGES) as site:
 		for mode in ('browser', 'context'):
 			async with server('ours', '--isolation', mode, '--tools', 'all') as srv:
 				p50: dict[str, float] = {}

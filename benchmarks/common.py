@@ -33,7 +33,7 @@ TAG_ENV = 'BROWSER_USE_MCP_BENCH_TAG'
 def base_env(home: Path, **extra: str) -> dict[str, str]:
 	"""The test suite's server environment (files inside ``home``, Chromium's traffic held on
 	loopback by a dead proxy), plus what an upstream server needs to stay as quiet."""
-	from tests.support import server_env
+	from harness.servers import server_env
 
 	env = server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error')
 	env.pop('BROWSER_USE_MCP_STATE_DIR')

@@ -6,7 +6,7 @@ pages are the HTML of ``python3.11-doc``, ``postgresql-doc-15`` and ``libjs-boot
 Debian ships it (nothing they load leaves loopback), chosen for their shapes: long reference
 text, big tables, many links, a JavaScript app (Sphinx's search page, which renders its results
 from a search index in the page) and forms. The synthetic heavy page of the test site
-(``tests/pages.py``) is in the corpus too. A page whose package is missing is left out (tests
+(``harness/pages.py``) is in the corpus too. A page whose package is missing is left out (tests
 fall back to the synthetic pages; the benchmark says which pages it used).
 """
 
@@ -49,7 +49,7 @@ PAGES = (
 	CorpusPage('python search', 'a JS app: Sphinx search renders its results', '/python/search.html?q=socket'),
 	CorpusPage('postgres monitoring-stats', 'reference text with tables', '/postgres/monitoring-stats.html'),
 	CorpusPage('postgres sql-keywords', 'one big table (~850 rows)', '/postgres/sql-keywords-appendix.html'),
-	CorpusPage('synthetic heavy', 'tests/pages.py /heavy: table, links, inputs, cards, hidden', '/heavy', synthetic=True),
+	CorpusPage('synthetic heavy', 'harness/pages.py /heavy: table, links, inputs, cards, hidden', '/heavy', synthetic=True),
 	CorpusPage('postgres bookindex', 'an index: many links', '/postgres/bookindex.html'),
 	CorpusPage('python stdtypes', 'long reference text', '/python/library/stdtypes.html'),
 )

@@ -185,8 +185,8 @@ async def frames(browser_url: str, pid: int) -> None:
 
 
 async def agents(rounds: int, site: str, browser_url: str) -> None:
-	from tests.e2e.test_http import connect as mcp_connect
-	from tests.e2e.test_http import http_server
+	from harness.httpserver import connect as mcp_connect
+	from harness.httpserver import http_server
 
 	print("\n## 2. Agents' per-tool latency, dashboard closed vs open (3 sessions, HTTP)")
 	token = f'bench-{uuid.uuid4().hex}'
@@ -252,8 +252,8 @@ async def agents(rounds: int, site: str, browser_url: str) -> None:
 
 
 async def main() -> None:
-	from tests.pages import PageServer
-	from tests.support import user_chromium
+	from harness.pages import PageServer
+	from harness.servers import user_chromium
 
 	parser = argparse.ArgumentParser()
 	parser.add_argument('--rounds', type=int, default=3)

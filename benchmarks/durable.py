@@ -23,8 +23,8 @@ from pathlib import Path
 
 
 async def one_run(site: str, tabs: int) -> tuple[float, int, list[float]]:
-	from tests.e2e.test_durable import records, stop
-	from tests.support import RawServer
+	from harness.durable import records, stop
+	from harness.servers import RawServer
 
 	home = Path(tempfile.mkdtemp(prefix='bench-durable-')) / 'home'
 	sid = f'bench-{uuid.uuid4().hex[:8]}'
@@ -61,7 +61,7 @@ async def main() -> None:
 	parser = argparse.ArgumentParser()
 	parser.add_argument('--runs', type=int, default=3)
 	args = parser.parse_args()
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	with PageServer() as pages:
 		for tabs in (1, 3):

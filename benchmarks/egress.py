@@ -25,7 +25,7 @@ SUBRESOURCES = 50
 
 
 def many_handler() -> type:
-	from tests.pages import Handler, page
+	from harness.pages import Handler, page
 
 	class Many(Handler):
 		def do_GET(self) -> None:  # noqa: N802
@@ -68,7 +68,7 @@ async def round_of(srv: Server, site: str, sid: str, warm: int) -> dict[str, lis
 
 
 async def bench(repeats: int, warm: int) -> dict[str, Any]:
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	pages = PageServer()
 	pages.httpd = ThreadingHTTPServer(('127.0.0.1', 0), many_handler())

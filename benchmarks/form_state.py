@@ -134,8 +134,8 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.catalog import Catalog
 	from browser_use_mcp.config import load_config
 	from browser_use_mcp.sessions import SessionRegistry
-	from tests.pages import PageServer
-	from tests.support import html_pages
+	from harness.pages import PageServer
+	from harness.servers import html_pages
 
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
 	wanted = ('bootstrap checkout', 'bootstrap cheatsheet', 'postgres sql-keywords', 'synthetic heavy')
@@ -204,7 +204,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 if __name__ == '__main__':
 	home = Path(tempfile.mkdtemp(prefix='bench-form-state-'))
 	try:
-		from tests.support import server_env
+		from harness.servers import server_env
 
 		os.environ.update(server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error'))
 		os.environ['BROWSER_USE_MCP_LOG_LEVEL'] = 'error'

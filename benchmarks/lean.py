@@ -70,7 +70,7 @@ async def measure(site: str, drop: tuple[str, ...]) -> dict[str, Any]:
 
 
 async def main() -> None:
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	out = {}
 	with PageServer() as site:

@@ -38,7 +38,7 @@ def scraper(url: str, stop: threading.Event, latencies: list[float], interval: f
 
 
 async def run(agents: int, rounds: int, loops: int, site: str) -> None:
-	from tests.e2e.test_http import connect, http_server
+	from harness.httpserver import connect, http_server
 
 	token = f'bench-{uuid.uuid4().hex}'
 	sids = [f'metrics-{i}' for i in range(agents)]
@@ -53,7 +53,7 @@ async def run(agents: int, rounds: int, loops: int, site: str) -> None:
 				*(mcp.ok('browser_navigate', session_id=sid, url=f'{site}/') for mcp, sid in zip(clients, sids, strict=True))
 			)
 
-			async def agent(mcp, sid: str) -> None:  # noqa: ANN001 - tests.support.Mcp
+			async def agent(mcp, sid: str) -> None:  # noqa: ANN001 - harness.servers.Mcp
 				for _ in range(loops):
 					await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/')
 					await mcp.ok('browser_get_state', session_id=sid)
@@ -97,7 +97,7 @@ async def run(agents: int, rounds: int, loops: int, site: str) -> None:
 
 
 async def main() -> None:
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	parser = argparse.ArgumentParser()
 	parser.add_argument('--agents', type=int, default=8)

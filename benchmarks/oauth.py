@@ -31,7 +31,7 @@ def _pct(values: list[float], q: float) -> float:
 async def in_process(idp: object, rounds: int) -> None:
 	from browser_use_mcp.oauth import JwtVerifier, OAuthSettings
 	from browser_use_mcp.transports.http import TokenPrincipals
-	from tests.e2e.test_oauth import AUDIENCE, new_key
+	from harness.oidc import AUDIENCE, new_key
 
 	static_token = f'bench-{uuid.uuid4().hex}'
 	static = TokenPrincipals([static_token])
@@ -58,8 +58,8 @@ async def in_process(idp: object, rounds: int) -> None:
 
 
 def end_to_end(idp: object, requests: int) -> None:
-	from tests.e2e.test_http import ACCEPT, MODERN, http_server
-	from tests.e2e.test_oauth import oauth_server
+	from harness.httpserver import ACCEPT, MODERN, http_server
+	from harness.oidc import oauth_server
 
 	static_token = f'bench-{uuid.uuid4().hex}'
 	meta = {'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {}}
@@ -100,7 +100,7 @@ async def main() -> None:
 	parser.add_argument('--requests', type=int, default=300)
 	parser.add_argument('--checks', type=int, default=2000)
 	args = parser.parse_args()
-	from tests.e2e.test_oauth import provider
+	from harness.oidc import provider
 
 	with provider(Path(tempfile.mkdtemp(prefix='bench-oidc-'))) as idp:
 		print('token check, in process:')

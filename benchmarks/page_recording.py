@@ -4,7 +4,7 @@
 Two servers in turn, the same way: one from this tree (every session records its pages' console and
 network), one from ``REV`` (default: the commit before recording was added), unpacked with
 ``git archive`` into a temporary directory and run from there. One named session each, on the test
-site on 127.0.0.1: ``browser_navigate`` to a page that logs, throws and fetches (tests/pages.py
+site on 127.0.0.1: ``browser_navigate`` to a page that logs, throws and fetches (harness/pages.py
 ``/console``), then ``browser_get_state``, ``repeats`` times after one warm-up. Prints the p50s of
 both; measurements, never pass/fail.
 """
@@ -59,7 +59,7 @@ async def measure(source: Path | None, site: str, repeats: int) -> tuple[float, 
 
 
 async def compare(before: Path, label: str, repeats: int) -> None:
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	with PageServer() as pages:
 		rows = []

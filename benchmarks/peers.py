@@ -632,7 +632,7 @@ def show_latency(results: list[dict[str, Any]]) -> str:
 
 
 async def main(args: argparse.Namespace) -> int:
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	counts = args.n if len(args.n) > 1 else sorted({1, *args.n})
 	runs: list[dict[str, Any]] = []

@@ -65,7 +65,7 @@ def _session_memory(root: int, with_ffmpeg: bool, srv: Server) -> Memory:
 
 
 async def bench(rounds: int, think: float) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	times: dict[str, dict[str, list[float]]] = {k: {'navigate': [], 'click': [], 'get_state': []} for k in SESSIONS}
 	chromium: dict[str, int] = {}

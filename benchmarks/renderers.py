@@ -60,7 +60,7 @@ async def child(sessions: int, variant: str) -> dict[str, Any]:
 	from browser_use_mcp.processes import is_sidecar
 	from browser_use_mcp.sessions import SessionRegistry
 	from browser_use_mcp.tools.base import Call
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	with PageServer() as site:
 		registry = SessionRegistry(load_config())

@@ -297,7 +297,7 @@ async def routing_overhead(repeats: int = 2000) -> dict[str, float]:
 	from browser_use_mcp.config import ServerConfig
 	from browser_use_mcp.sessions import SessionRegistry, SessionState
 	from browser_use_mcp.tools.base import Call, NoArgs, tool
-	from tests.fakes.provider import FakeRuntime
+	from harness.fakes.provider import FakeRuntime
 
 	@tool('No-op', read_only=True, open_world=False)
 	async def noop(state: SessionState, args: NoArgs, call: Call) -> str:
@@ -632,7 +632,7 @@ GRID_AGENTS = 4
 async def bench_grid(site: str, quick: bool) -> dict[str, Any]:
 	import tempfile
 
-	from tests.gridserver import GridServer, grid_available
+	from harness.gridserver import GridServer, grid_available
 
 	reason = grid_available()
 	if reason:
@@ -754,7 +754,7 @@ def show_isolation(r: dict[str, Any]) -> str:
 
 
 async def main(args: argparse.Namespace) -> int:
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	only = set(args.only or SECTIONS)
 	if args.quick and not args.only:

@@ -45,7 +45,7 @@ async def one_session(srv: Server, site: str, options: dict[str, Any], warm: int
 
 
 async def bench(repeats: int, warm: int) -> dict[str, Any]:
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	out: dict[str, Any] = {}
 	with PageServer() as pages:

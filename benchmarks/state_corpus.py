@@ -231,7 +231,7 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.catalog import Catalog
 	from browser_use_mcp.config import load_config
 	from browser_use_mcp.sessions import SessionRegistry
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	global _compare_fast
 	_compare_fast = args.compare_fast
@@ -341,7 +341,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 if __name__ == '__main__':
 	home = Path(tempfile.mkdtemp(prefix='bench-corpus-'))
 	try:
-		from tests.support import server_env
+		from harness.servers import server_env
 
 		os.environ.update(server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error'))
 		os.environ['BROWSER_USE_MCP_LOG_LEVEL'] = 'error'

@@ -141,7 +141,7 @@ async def profile(site: str, isolation: str, path: str, repeats: int, cprofile: 
 
 async def main(args: argparse.Namespace) -> None:
 	from benchmarks.common import table
-	from tests.pages import PageServer
+	from harness.pages import PageServer
 
 	instrument()
 	path = '/heavy' if args.heavy else '/'
@@ -167,7 +167,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 if __name__ == '__main__':
 	home = Path(tempfile.mkdtemp(prefix='bench-state-'))
 	try:
-		from tests.support import server_env
+		from harness.servers import server_env
 
 		os.environ.update(server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error'))
 		os.environ['BROWSER_USE_MCP_LOG_LEVEL'] = 'error'

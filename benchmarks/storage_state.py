@@ -14,7 +14,7 @@ import json
 import sys
 
 from benchmarks.common import median_ms, server, table
-from tests.pages import PageServer
+from harness.pages import PageServer
 
 MODES = ('context', 'browser')
 

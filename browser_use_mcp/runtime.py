@@ -11,7 +11,7 @@ browser, and where each session's browser comes from.
   answer is a start-up error rather than the first call's.
 
 The registry receives a runtime and stays provider-blind. In-process tests hand it one that loads,
-patches and sweeps nothing and whose provider is a fake (``tests/fakes/provider.FakeRuntime``).
+patches and sweeps nothing and whose provider is a fake (``harness/fakes/provider.FakeRuntime``).
 """
 
 from __future__ import annotations

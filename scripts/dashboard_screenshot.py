@@ -19,9 +19,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from browser_use_mcp.demo import DemoSite  # noqa: E402
+from harness.httpserver import connect, http_server  # noqa: E402
+from harness.servers import user_chromium  # noqa: E402
 from tests.e2e.test_dashboard import Person  # noqa: E402
-from tests.e2e.test_http import connect, http_server  # noqa: E402
-from tests.support import user_chromium  # noqa: E402
 
 
 async def main(output: Path) -> None:

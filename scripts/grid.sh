@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what a local Selenium Grid 4 standalone needs (tests/gridserver.py runs it), idempotently:
+# Install what a local Selenium Grid 4 standalone needs (harness/gridserver.py runs it), idempotently:
 # the Debian chromium-driver matching the system Chromium (apt-get, only when /usr/bin/chromedriver is
 # missing or its version differs from `chromium --version`), Java 17 (only when `java` is missing), and
 # the Grid jar with npm into tests/grid/node_modules, at the exact version tests/grid/package.json pins.

@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --test
 export ANONYMIZED_TELEMETRY=false
-.venv/bin/ruff check browser_use_mcp tests benchmarks scripts
-.venv/bin/ruff format --check browser_use_mcp tests benchmarks scripts
+.venv/bin/ruff check browser_use_mcp harness tests benchmarks scripts
+.venv/bin/ruff format --check browser_use_mcp harness tests benchmarks scripts
 exec .venv/bin/python -m pytest "$@"

@@ -8,11 +8,12 @@ import pytest
 
 os.environ.setdefault('ANONYMIZED_TELEMETRY', 'false')
 os.environ.setdefault('BROWSER_USE_SETUP_LOGGING', 'false')
-# every server and demo a test starts inherits this; see tests/support.BLACKHOLE_PROXY
+# every server and demo a test starts inherits this; see harness/servers.BLACKHOLE_PROXY
 os.environ['BROWSER_USE_MCP_CHROMIUM_ARGS'] = '--proxy-server=http://127.0.0.1:9'
 
-from tests.pages import PageServer  # noqa: E402
-from tests.support import Background, Mcp, isolation_modes, running_server  # noqa: E402
+from harness.pages import PageServer  # noqa: E402
+from harness.servers import Background, Mcp, running_server  # noqa: E402
+from tests.fixtures import isolation_modes  # noqa: E402
 
 
 @pytest.fixture(scope='session')

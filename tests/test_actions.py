@@ -9,83 +9,16 @@ from typing import Any
 
 import pytest
 
-from tests.support import Background, Mcp, Result, html_pages, isolation_modes, running_server
+from harness.pages import ACTION_PAGES
+from harness.servers import Background, Mcp, Result, html_pages, running_server
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()  # both: a Chromium per session, and contexts of a shared one
-
-PAGES = {
-	'/hover': """<style>#menu .sub{display:none} #menu:hover .sub{display:block} #menu{width:220px;padding:8px}</style>
-<div id="menu" role="button" tabindex="0">Menu<div class="sub"><a href="#x" id="subitem">Sub item</a></div></div>
-<button id="over" onmouseover="this.dataset.over='yes'">Hover target</button>
-<div style="height:calc(100vh + 200px)"></div>
-<button id="far" onmouseenter="this.dataset.over='yes'">Far target</button>""",
-	'/drag': """<style>li{height:30px;width:200px;margin:4px;background:#ddd;cursor:move;list-style:none}
-#src,#zone{width:150px;height:60px;margin:10px;background:#cde}</style>
-<ul id="list"><li role="button" tabindex="0">Alpha</li><li role="button" tabindex="0">Beta</li>
-<li role="button" tabindex="0">Gamma</li></ul>
-<div id="src" draggable="true" role="button" tabindex="0">Drag source</div>
-<div id="zone" role="button" tabindex="0">Drop zone</div>
-<script>
-let held = null;
-const list = document.getElementById('list');
-list.addEventListener('mousedown', (e) => { held = e.target.closest('li'); });
-document.addEventListener('mouseup', (e) => {
-	if (!held) return;
-	const over = document.elementFromPoint(e.clientX, e.clientY);
-	const li = over && over.closest('li');
-	if (li && li !== held) list.insertBefore(held, li.nextSibling);
-	held = null;
-});
-const src = document.getElementById('src'), zone = document.getElementById('zone');
-src.addEventListener('dragstart', (e) => e.dataTransfer.setData('text/plain', 'payload-42'));
-zone.addEventListener('dragover', (e) => e.preventDefault());
-zone.addEventListener('drop', (e) => { e.preventDefault(); zone.textContent = 'dropped ' + e.dataTransfer.getData('text/plain'); });
-</script>""",
-	'/select': """<select id="single"><option value="">Choose</option><option value="r">Red</option>
-<option value="g">Green</option><option value="b" disabled>Blue</option></select>
-<select id="multi" multiple size="4"><option value="1">One</option><option value="2" selected>Two</option>
-<option value="3">Three</option></select>
-<button id="plain" onclick="this.dataset.clicked='yes'">Plain button</button>
-<script>window.events = [];
-for (const s of document.querySelectorAll('select')) for (const kind of ['input', 'change'])
-	s.addEventListener(kind, () => window.events.push(s.id + ':' + kind));</script>""",
-	'/scroll': """<div id="box" style="height:120px;width:300px;overflow:auto;border:1px solid">"""
-	+ ''.join(f'<button style="display:block;height:30px">Row {i}</button>' for i in range(30))
-	+ """</div><div style="height:3000px">tall page</div>""",
-	'/wait': """<p id="status">Loading...</p><script>setTimeout(() => {
-	document.getElementById('status').remove();
-	const p = document.createElement('p'); p.id = 'late'; p.textContent = 'Loaded late'; document.body.appendChild(p);
-}, 500);</script>""",
-	'/listbox': """<div id="lb" role="listbox" aria-label="Fruit" tabindex="0">
-<div role="option" id="apple" aria-selected="false">Apple</div><div role="option" id="pear" aria-selected="false">Pear</div></div>
-<button id="cb" role="combobox" aria-controls="cb-list" aria-expanded="false">Pick a colour</button>
-<ul id="cb-list" role="listbox" hidden><li role="option" data-value="red">Red</li><li role="option" data-value="blue">Blue</li></ul>
-<script>
-document.getElementById('cb').addEventListener('click', () => { const l = document.getElementById('cb-list'); l.hidden = !l.hidden; });
-for (const box of document.querySelectorAll('[role=listbox]')) box.addEventListener('click', (e) => {
-	const o = e.target.closest('[role=option]');
-	if (!o) return;
-	for (const x of box.querySelectorAll('[role=option]')) x.setAttribute('aria-selected', String(x === o));
-	if (box.id === 'cb-list') { document.getElementById('cb').textContent = o.textContent; box.hidden = true; }
-});
-</script>""",
-	'/upload': """<input id="f" type="file"> <label id="lab" style="cursor:pointer">Attach
-<input id="hidden" type="file" style="display:none"></label> <button id="plain">Not an input</button>
-<script>window.got = [];
-for (const i of document.querySelectorAll('input')) i.addEventListener('change', async () => {
-	for (const f of i.files) window.got.push([i.id, f.name, await f.text()]);
-});</script>""",
-	'/later': """<p>Moving on soon</p><script>setTimeout(() => { location.href = '/select'; }, 400);</script>""",
-	'/dates': """<input id="d" type="date"> <input id="t" type="time"> <input id="dt" type="datetime-local">
-<input id="m" type="month"> <input id="w" type="week"> <input id="text" type="text" placeholder="plain">
-<script>window.changes = []; for (const i of document.querySelectorAll('input'))
-	i.addEventListener('change', () => window.changes.push(i.id));</script>""",
-}
 
 
 @pytest.fixture(scope='module')
 def pages() -> Iterator[str]:
-	with html_pages(PAGES) as base:
+	with html_pages(ACTION_PAGES) as base:
 		yield base
 
 

@@ -1,7 +1,7 @@
 """retry_with_browser_use_agent and browser_extract_content through the real server over stdio.
 
 The server, Chromium and the pages (127.0.0.1) are real; only the LLM is scripted
-(tests/fakes/scripted_llm.py, loaded by BROWSER_USE_MCP_LLM_FACTORY), so no request leaves the
+(harness/fakes/scripted_llm.py, loaded by BROWSER_USE_MCP_LLM_FACTORY), so no request leaves the
 machine. The server is configured with the allow-list ["127.0.0.1"], the shape an operator
 would use, so the allowed_domains tests check that a client can narrow it but never lift it.
 """
@@ -22,14 +22,15 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.pages import PageServer
-from tests.support import Background, Mcp, isolation_modes, running_server, server_env
+from harness.pages import PageServer
+from harness.servers import Background, Mcp, running_server, server_env
+from tests.fixtures import isolation_modes
 
 # run with a Chromium per session and with contexts of shared Chromiums
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')
 
-FACTORY = 'tests.fakes.scripted_llm:make_llm'
+FACTORY = 'harness.fakes.scripted_llm:make_llm'
 
 
 def task(goal: str, *steps: list[dict[str, Any]], delay: float = 0, delays: list[float] | None = None) -> str:

@@ -20,7 +20,7 @@ import pytest
 from browser_use_mcp import patches
 from browser_use_mcp.patches import click_settle
 from browser_use_mcp.patches.click_settle import PageActivity
-from tests.support import Mcp, wait_until
+from harness.servers import Mcp, wait_until
 
 GUARD = 20.0  # s: only reached if settle() never returns; not a performance bound
 # s settle() may take once the last awaited event has arrived: far above QUIET, so a loaded machine

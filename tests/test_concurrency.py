@@ -4,7 +4,7 @@ The first half drives bubus directly (no browser) to pin the lock's semantics: b
 parallel, nested awaits still work within a bus and never touch another bus's queue. The second
 half runs the real server with real Chromium: while one session waits on a page that does not
 answer, other sessions navigate, click, open and close tabs, go back, capture state and run the
-browser-use agent (with the scripted model of tests/fakes, so nothing leaves the machine).
+browser-use agent (with the scripted model of harness/fakes, so nothing leaves the machine).
 Blocking is shown by ordering (the slow page is held open until the others are done), never by
 timing.
 """
@@ -28,7 +28,7 @@ from bubus import BaseEvent, EventBus
 from browser_use_mcp import patches
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.patches import bus_locks
-from tests.support import Background, Mcp, running_server, server_env
+from harness.servers import Background, Mcp, running_server, server_env
 
 DEADLOCK_GUARD = 30.0  # s: only reached if the lock serializes again; never a performance bound
 
@@ -300,7 +300,7 @@ class Gates:
 async def parallel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mcp]:
 	"""The server as shipped (per-bus locks on), with the scripted model for the agent tool."""
 	home = tmp_path_factory.mktemp('parallel-home')
-	env = server_env(home, BROWSER_USE_MCP_LLM_FACTORY='tests.fakes.scripted_llm:make_llm')
+	env = server_env(home, BROWSER_USE_MCP_LLM_FACTORY='harness.fakes.scripted_llm:make_llm')
 	async with Background(running_server(home, env=env)) as server:
 		yield server
 
@@ -386,7 +386,7 @@ async def test_measured_fast_session_beside_a_slow_page_load(parallel: Mcp, site
 
 
 def scripted(goal: str, *steps: list[dict]) -> str:
-	"""An agent task the scripted model plays back (tests/fakes/scripted_llm.py)."""
+	"""An agent task the scripted model plays back (harness/fakes/scripted_llm.py)."""
 	return f'{goal} @@script{json.dumps({"steps": list(steps)})}@@end'
 
 

@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 from browser_use_mcp.demo import SessionRun, format_table, isolation_checks, short_id
-from tests.support import REPO, server_env, wait_until
+from harness.servers import REPO, server_env, wait_until
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from browser_use_mcp import docgen
 from browser_use_mcp.cli import build_parser
 from browser_use_mcp.config import ENV_VARS
-from tests.support import REPO, Background, Mcp, running_server
+from harness.servers import REPO, Background, Mcp, running_server
 
 DOCS = REPO / 'docs'
 FIX = 'run `.venv/bin/python -m browser_use_mcp.docgen --write` and commit the result'

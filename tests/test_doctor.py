@@ -32,7 +32,7 @@ from browser_use_mcp.doctor import (
 	run_doctor,
 	ui_switches,
 )
-from tests.support import REPO, TEST_CHROMIUM_ARGS, owned_processes, running_server, server_env, wait_until
+from harness.servers import REPO, TEST_CHROMIUM_ARGS, owned_processes, running_server, server_env, wait_until
 
 REASON = 'fake-chromium: cannot open /dev/dri/card0: permission denied'
 

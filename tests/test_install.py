@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from browser_use_mcp.install import INSTALL_COMMAND, install_commands, manual_steps, missing_browser_message
-from tests.support import running_server, server_env
+from harness.servers import running_server, server_env
 
 
 def test_apt_commands_as_root_and_through_sudo() -> None:

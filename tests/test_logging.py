@@ -20,7 +20,7 @@ import pytest
 from browser_use_mcp.cli import build_parser
 from browser_use_mcp.logs import SessionFormatter, SessionTag, setup_logging
 from browser_use_mcp.sessions import current_session
-from tests.support import RawServer, server_env
+from harness.servers import RawServer, server_env
 
 LINE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) \[(?P<tag>[^\]]+)\] \S+: ')
 CONTINUATION = re.compile(r'^    \[(?P<tag>[^\]]+)\] ')

@@ -29,7 +29,7 @@ from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.patches import bus_locks, direct_state, offload_state
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Call
-from tests.support import TEST_CHROMIUM_ARGS
+from harness.servers import TEST_CHROMIUM_ARGS
 
 # -- unit: the hook on cdp-use -------------------------------------------------------------------
 
@@ -281,7 +281,7 @@ def test_the_worker_leaves_with_a_killed_server(tmp_path: Path) -> None:
 	import subprocess
 	import sys
 
-	from tests.support import REPO, wait_until
+	from harness.servers import REPO, wait_until
 
 	script = tmp_path / 'unguarded.py'
 	script.write_text(

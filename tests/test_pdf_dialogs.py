@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import Background, Mcp, html_pages, isolation_modes, running_server
+from harness.servers import Background, Mcp, html_pages, running_server
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()
 
@@ -204,7 +205,7 @@ async def test_a_bad_dialogs_option_names_the_valid_ones(mcp: Mcp) -> None:
 async def registry(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
 	from browser_use_mcp.config import ServerConfig
 	from browser_use_mcp.sessions import SessionRegistry
-	from tests.support import TEST_CHROMIUM_ARGS
+	from harness.servers import TEST_CHROMIUM_ARGS
 
 	config = ServerConfig(
 		state_dir=Path(tmp_path_factory.mktemp('pdf-bounds')) / 'state',

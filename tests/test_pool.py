@@ -20,7 +20,7 @@ import pytest
 
 from browser_use_mcp.browser import OWNER_SWITCH, SessionDirs, StateDir, build_profile, cached_extension_args, chromium_args
 from browser_use_mcp.pool import BrowserPool
-from tests.support import Background, Mcp, owned_processes, running_server, server_env, wait_until
+from harness.servers import Background, Mcp, owned_processes, running_server, server_env, wait_until
 
 GUARD = 20.0
 
@@ -269,7 +269,7 @@ async def test_shutdown_during_a_refill_is_quiet_and_leaves_nothing(tmp_path: Pa
 	import os
 	import signal
 
-	from tests.support import RawServer
+	from harness.servers import RawServer
 
 	home = tmp_path / 'home'
 	server = await RawServer(home, env=server_env(home, BROWSER_USE_MCP_PREWARM='2')).start()

@@ -13,7 +13,7 @@ import pytest
 
 from browser_use_mcp import processes, sidecar
 from browser_use_mcp.processes import OWNER_ENV, find_spawned_server, is_sidecar, owned_processes, stop_server
-from tests.support import wait_until
+from harness.servers import wait_until
 
 
 def _unused_pid() -> int:

@@ -22,7 +22,7 @@ from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.providers.process import ProcessProvider
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Call
-from tests.support import TEST_CHROMIUM_ARGS
+from harness.servers import TEST_CHROMIUM_ARGS
 
 
 def others(baseline: set[asyncio.Task[Any]]) -> list[str]:

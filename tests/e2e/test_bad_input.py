@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import Mcp, isolation_modes
+from harness.servers import Mcp
+from tests.fixtures import isolation_modes
 
 # run with a Chromium per session and with contexts of shared Chromiums
 isolation = isolation_modes()

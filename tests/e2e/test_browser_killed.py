@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.support import RawServer, server_env, wait_until
+from harness.servers import RawServer, server_env, wait_until
 
 
 def shared_chromiums(server: RawServer) -> list[psutil.Process]:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import Background, Mcp, isolation_modes, running_server
+from harness.servers import Background, Mcp, running_server
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()
 

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_SWITCH, session_digest
-from tests.support import RawServer, owned_processes, server_env, user_chromium, wait_until
+from harness.servers import RawServer, owned_processes, server_env, user_chromium, wait_until
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from tests.e2e.test_http import HttpServer, connect, http_server
-from tests.support import isolation_modes
+from harness.httpserver import HttpServer, connect, http_server
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')

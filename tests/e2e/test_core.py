@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_SWITCH, session_digest
-from tests.support import TEST_CHROMIUM_ARGS, Mcp, chromium_pids, isolation_modes, wait_until
+from harness.servers import TEST_CHROMIUM_ARGS, Mcp, chromium_pids, wait_until
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()  # every test here runs with a Chromium per session and with contexts
 

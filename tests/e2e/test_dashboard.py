@@ -25,8 +25,8 @@ import pytest
 
 from browser_use_mcp.catalog import HELD_BY_PERSON
 from browser_use_mcp.providers.cdp_client import CdpConnection
-from tests.e2e.test_http import HttpServer, connect, free_port, http_server
-from tests.support import Background, Mcp, running_server, server_env, user_chromium
+from harness.httpserver import HttpServer, connect, free_port, http_server
+from harness.servers import Background, Mcp, running_server, server_env, user_chromium
 
 ALPHA = f'alpha-{uuid.uuid4().hex}'
 # a session id that is markup and URL syntax at once: shown as text, encoded in URLs

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.catalog import DEADLINE_SCALE_ENV, deadline
-from tests.support import RawServer, server_env
+from harness.servers import RawServer, server_env
 
 SCALE = 0.2  # browser_evaluate 5 s, browser_get_state 12 s
 

@@ -12,8 +12,9 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.e2e.test_http import TOKENS, connect, http_server
-from tests.support import Mcp, RawServer, server_env, wait_until
+from harness.durable import records, stop
+from harness.httpserver import TOKENS, connect, http_server
+from harness.servers import Mcp, RawServer, server_env, wait_until
 
 
 def new_id(prefix: str) -> str:
@@ -26,17 +27,6 @@ async def title(mcp: Mcp, sid: str) -> str:
 
 async def listed(mcp: Mcp) -> dict[str, dict]:
 	return {s['session_id']: s for s in (await mcp.ok('browser_list_sessions')).structured['sessions']}
-
-
-def records(home: Path) -> list[Path]:
-	return sorted((home / 'state' / 'durable').glob('p-*/*.json'))
-
-
-async def stop(server: RawServer) -> None:
-	"""An orderly stop (the host closes stdin), as a restart would be."""
-	server.close_stdin()
-	assert await server.wait(30) == 0, server.stderr_lines[-20:]
-	await server.stop()
 
 
 async def test_a_durable_session_outlives_its_server_and_is_deleted_for_good(tmp_path: Path, site: str) -> None:

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_http import connect, http_server
-from tests.support import Background, Mcp, isolation_modes, running_server, server_env
+from harness.httpserver import connect, http_server
+from harness.servers import Background, Mcp, running_server, server_env
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')
@@ -158,7 +159,7 @@ async def test_http_blocks_private_networks_by_default(
 	tmp_path: Path, site: str, trap: Trap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
 	home = tmp_path / 'home'
-	monkeypatch.setattr('tests.e2e.test_http.server_env', blocked_env)
+	monkeypatch.setattr('harness.httpserver.server_env', blocked_env)
 	with http_server(home) as server:
 		async with connect(server, None) as mcp:
 			r = await mcp.call('browser_navigate', session_id='h', url=f'{site}/two')
@@ -217,7 +218,7 @@ async def test_a_session_proxy_is_chained_behind_the_door(tmp_path: Path, trap: 
 
 async def test_contexts_in_an_attached_browser_go_through_a_door(tmp_path: Path, site: str, trap: Trap) -> None:
 	"""--cdp-url: the contexts the server creates in someone's browser get their door too."""
-	from tests.support import user_chromium
+	from harness.servers import user_chromium
 
 	with user_chromium(tmp_path / 'user-browser') as (url, _proc):
 		home = tmp_path / 'home'

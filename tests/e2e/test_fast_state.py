@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import Background, Mcp, isolation_modes, running_server, server_env
+from harness.servers import Background, Mcp, running_server, server_env
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()  # a Chromium per session, and contexts through the CDP proxy
 

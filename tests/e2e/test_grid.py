@@ -21,8 +21,8 @@ import pytest
 from browser_use_mcp.config import load_config
 from browser_use_mcp.doctor import check_grid
 from browser_use_mcp.providers.grid import grid_capabilities
-from tests.gridserver import GridServer
-from tests.support import BLACKHOLE_PROXY, RawServer, wait_until
+from harness.gridserver import GridServer
+from harness.servers import BLACKHOLE_PROXY, RawServer, wait_until
 
 SLOTS = 2
 
@@ -269,7 +269,7 @@ async def test_upload_copies_the_file_to_the_node_and_the_site_receives_its_byte
 		chose = await mcp.client.call_tool('browser_upload_file', arguments, read_timeout_seconds=60)  # Mcp.ok has a name
 		text = chose.content[0].text
 		assert not chose.is_error and 'blob.bin' in text and 'Selenium Grid node' in text, text
-		# the browser on the node read the node's copy: the Grid keeps uploads in its temp dir (tests/gridserver.py)
+		# the browser on the node read the node's copy: the Grid keeps uploads in its temp dir (harness/gridserver.py)
 		copies = [p for p in grid.tmp_dir.rglob('blob.bin') if p.is_file()]
 		assert copies and all(c.read_bytes() == data for c in copies), copies
 		assert not any(c.is_relative_to(server.home) for c in copies)

@@ -15,9 +15,9 @@ import pytest
 
 from browser_use_mcp.doctor import check_grid
 from browser_use_mcp.providers.grid import plan_request
+from harness.gridserver import GridServer
+from harness.servers import RawServer, wait_until
 from tests.e2e.test_grid import busy_slots, grid_get
-from tests.gridserver import GridServer
-from tests.support import RawServer, wait_until
 
 SLOTS = 3
 NO_DOWNLOADS = 'This download stays on the Selenium Grid node'

@@ -23,8 +23,8 @@ import psutil
 import pytest
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from tests.e2e.test_http import ACCEPT, INITIALIZE, HttpServer, connect, http_server
-from tests.support import wait_until
+from harness.httpserver import ACCEPT, INITIALIZE, HttpServer, connect, http_server
+from harness.servers import wait_until
 
 TOKEN = f'harden-{uuid.uuid4().hex}'
 OTHER = f'other-{uuid.uuid4().hex}'

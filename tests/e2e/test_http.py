@@ -11,108 +11,30 @@ import asyncio
 import contextlib
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from browser_use_mcp import sessions
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.transports.http import TokenPrincipals, check_exposure, check_tokens, is_loopback, principal_for_token
-from tests.support import REPO, Mcp, chromium_pids, isolation_modes, owned_processes, server_env, wait_until
+from harness.httpserver import ACCEPT, INITIALIZE, MODERN, TOKENS, HttpServer, connect, free_port, http_server, session_ids
+from harness.servers import REPO, Mcp, chromium_pids, owned_processes, server_env, wait_until
+from tests.fixtures import isolation_modes
 
 # run with a Chromium per session and with contexts of shared Chromiums
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')
 
-TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta', 'gamma', 'delta')}
-MODERN = LATEST_MODERN_VERSION
 HANDLE = re.compile(r'^browser_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}(?P<suffix>[0-9a-f]{16})$')
-
-
-# -- the server process -----------------------------------------------------------------------
-
-
-@dataclass
-class HttpServer:
-	proc: subprocess.Popen[bytes]
-	port: int
-	home: Path
-	log: Path
-
-	@property
-	def url(self) -> str:
-		return f'http://127.0.0.1:{self.port}/mcp'
-
-	@property
-	def pid(self) -> int:
-		return self.proc.pid
-
-	def log_text(self) -> str:
-		return self.log.read_text(errors='replace')
-
-
-def free_port() -> int:
-	with socket.socket() as sock:
-		sock.bind(('127.0.0.1', 0))
-		return sock.getsockname()[1]
-
-
-def stop(server: HttpServer, sig: int = signal.SIGTERM, timeout: float = 30) -> int | None:
-	"""Signal the server, wait for it, and kill it and its browsers if it did not finish."""
-	leftovers = owned_processes(server.pid)
-	if server.proc.poll() is None:
-		server.proc.send_signal(sig)
-	try:
-		code: int | None = server.proc.wait(timeout)
-	except subprocess.TimeoutExpired:
-		server.proc.kill()
-		server.proc.wait(10)
-		code = None
-	for pid in leftovers | owned_processes(server.pid):
-		with contextlib.suppress(psutil.NoSuchProcess):
-			psutil.Process(pid).kill()
-	return code
-
-
-@contextlib.contextmanager
-def http_server(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[HttpServer]:
-	"""``python -m browser_use_mcp --transport http`` on a free loopback port; always stopped.
-	``env``: the server's whole environment (default: ``server_env(home)``)."""
-	home.mkdir(parents=True, exist_ok=True)
-	port = free_port()
-	log = home / 'server.log'
-	with log.open('wb') as out:
-		proc = subprocess.Popen(
-			[sys.executable, '-m', 'browser_use_mcp', '--transport', 'http', '--host', '127.0.0.1', '--port', str(port), *args],
-			env=server_env(home) if env is None else env,
-			cwd=REPO,
-			stdin=subprocess.DEVNULL,
-			stdout=out,
-			stderr=subprocess.STDOUT,
-		)
-	server = HttpServer(proc, port, home, log)
-	try:
-		banner = f':{port}/mcp'
-		if not wait_until(lambda: banner in server.log_text() or proc.poll() is not None, timeout=90):
-			raise RuntimeError('HTTP server did not start:\n' + server.log_text())
-		if proc.poll() is not None:
-			raise RuntimeError(f'HTTP server exited with {proc.returncode}:\n' + server.log_text())
-		yield server
-	finally:
-		stop(server)
 
 
 @pytest.fixture(scope='module')
@@ -123,25 +45,11 @@ def server(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> Iterator
 		yield srv
 
 
-@contextlib.asynccontextmanager
-async def connect(server: HttpServer, token: str | None, mode: str = 'legacy') -> AsyncIterator[Mcp]:
-	"""An MCP client over Streamable HTTP presenting ``token``; ``mode`` as ``mcp.Client`` takes it."""
-	headers = {'Authorization': f'Bearer {token}'} if token else None
-	async with create_mcp_http_client(headers=headers) as http:
-		async with Client(streamable_http_client(server.url, http_client=http), mode=mode, read_timeout_seconds=120) as client:
-			yield Mcp(client, server.pid, server.home)
-
-
 async def title_after(mcp: Mcp, url: str, session_id: str | None = None) -> str:
 	"""Navigate, then read the page title (the test site puts the cookie's user in it)."""
 	ids = {} if session_id is None else {'session_id': session_id}
 	await mcp.ok('browser_navigate', url=url, **ids)
 	return (await mcp.ok('browser_evaluate', expression='document.title', **ids)).structured['result']
-
-
-async def session_ids(mcp: Mcp) -> set[str]:
-	listed = (await mcp.ok('browser_list_sessions')).structured['sessions']
-	return {s['session_id'] for s in listed}
 
 
 def user_data_dirs(server_pid: int) -> set[Path]:
@@ -166,14 +74,7 @@ def same_error(a: str, id_a: str, b: str, id_b: str) -> bool:
 
 # -- authentication ---------------------------------------------------------------------------
 
-INITIALIZE = {
-	'jsonrpc': '2.0',
-	'id': 1,
-	'method': 'initialize',
-	'params': {'protocolVersion': LATEST_HANDSHAKE_VERSION, 'capabilities': {}, 'clientInfo': {'name': 't', 'version': '0'}},
-}
 LIST_TOOLS = {'jsonrpc': '2.0', 'id': 2, 'method': 'tools/list', 'params': {}}
-ACCEPT = {'Accept': 'application/json, text/event-stream'}
 
 
 @pytest.mark.parametrize(

@@ -27,8 +27,8 @@ from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCResponse
 
 from browser_use_mcp.transports.http import LegacySse
-from tests.e2e.test_http import HttpServer, connect, http_server, session_ids
-from tests.support import REPO, owned_processes, wait_until
+from harness.httpserver import HttpServer, connect, http_server, session_ids
+from harness.servers import REPO, owned_processes, wait_until
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta')}
 MCP1_PYTHON = REPO / '.venv-mcp1' / 'bin' / 'python'

@@ -16,7 +16,7 @@ import pytest
 
 from browser_use_mcp.tools.base import Reply
 from browser_use_mcp.tools.common import with_page_state
-from tests.support import Mcp
+from harness.servers import Mcp
 
 # each tool that takes include_state: a page to start from, and the arguments of two calls of it
 # (the first without include_state, the second with it), with the text each must answer

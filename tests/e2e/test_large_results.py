@@ -4,7 +4,8 @@ response". Results are capped, and the cap says how to get the rest."""
 from __future__ import annotations
 
 from browser_use_mcp.tools.content import HTML_PART, MAX_RESULT_CHARS
-from tests.support import Mcp, isolation_modes
+from harness.servers import Mcp
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes('context')
 

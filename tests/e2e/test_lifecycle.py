@@ -22,16 +22,8 @@ import pytest
 
 from browser_use_mcp.browser import OWNER_ENV, OWNER_SWITCH, Owner, find_chromium, session_digest
 from browser_use_mcp.processes import is_sidecar
-from tests.support import (
-	BLACKHOLE_PROXY,
-	RawServer,
-	chromium_pids,
-	isolation_modes,
-	owned_processes,
-	running_server,
-	server_env,
-	wait_until,
-)
+from harness.servers import BLACKHOLE_PROXY, RawServer, chromium_pids, owned_processes, running_server, server_env, wait_until
+from tests.fixtures import isolation_modes
 
 # every test here runs with a Chromium per session and with contexts of shared Chromiums
 isolation = isolation_modes()

@@ -27,8 +27,8 @@ from browser_use_mcp.metrics import Metrics, needs_token
 from browser_use_mcp.server import build_server
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.transports.http import TokenPrincipals, build_app, principal_for_token
-from tests.e2e.test_http import HttpServer, connect, free_port, http_server
-from tests.support import running_server, wait_until
+from harness.httpserver import HttpServer, connect, free_port, http_server
+from harness.servers import running_server, wait_until
 
 ALPHA = f'alpha-token-{uuid.uuid4().hex}'
 BETA = f'beta-token-{uuid.uuid4().hex}'

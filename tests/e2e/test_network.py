@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from tests.support import RawServer, server_env
+from harness.servers import RawServer, server_env
 
 # Chromium's own start-up preconnects (not ours; see docs/troubleshooting.md#network).
 CHROMIUM_PRECONNECTS = {'accounts.google.com', 'android.clients.google.com', 'www.google.com'}

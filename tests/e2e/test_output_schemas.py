@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.support import Background, Mcp, Result, running_server
+from harness.servers import Background, Mcp, Result, running_server
 from tests.unit.test_output_schemas import STRUCTURED  # the catalogue's list: the live server must declare the same
 
 

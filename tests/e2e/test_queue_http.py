@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.e2e.test_http import HttpServer, connect, http_server
+from harness.httpserver import HttpServer, connect, http_server
 
 A = f'alpha-{uuid.uuid4().hex}'
 B = f'beta-{uuid.uuid4().hex}'

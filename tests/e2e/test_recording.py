@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.support import Background, Mcp, running_server
+from harness.servers import Background, Mcp, running_server
 
 SECRET = 'sk-live_abcdef123456789'  # browser_type keeps text shaped like a token out of replies
 

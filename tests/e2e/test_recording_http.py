@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_http import HttpServer, connect, free_port, stop
-from tests.support import REPO, server_env, wait_until
+from harness.httpserver import HttpServer, connect, free_port, stop
+from harness.servers import REPO, server_env, wait_until
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta')}
 CAP = 4096  # bytes: room for the first entries, not for a screenshot

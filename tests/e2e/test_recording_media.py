@@ -15,7 +15,8 @@ import imageio_ffmpeg
 import pytest
 
 from browser_use_mcp.har import decode_body
-from tests.support import Background, Mcp, isolation_modes, running_server
+from harness.servers import Background, Mcp, running_server
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()
 

@@ -18,9 +18,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.httpserver import HttpServer, connect, free_port, stop
+from harness.servers import REPO, server_env, user_chromium, wait_until
 from tests.e2e.test_dashboard import SHOTS, Person
-from tests.e2e.test_http import HttpServer, connect, free_port, stop
-from tests.support import REPO, server_env, user_chromium, wait_until
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta')}
 EVIL = '<img src=x onerror=alert(1)>'  # a page-controlled string: logged to the console, in a URL

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.e2e.test_http import HttpServer, connect, http_server, stop
-from tests.support import server_env
+from harness.httpserver import HttpServer, connect, http_server, stop
+from harness.servers import server_env
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta')}
 ARGS = [arg for t in TOKENS.values() for arg in ('--auth-token', t)] + ['--tools', 'all']

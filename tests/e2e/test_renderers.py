@@ -20,7 +20,8 @@ import psutil
 import pytest
 
 from browser_use_mcp.doctor import renderer_cmdlines, ui_switches
-from tests.support import Background, Mcp, isolation_modes, running_server, server_env
+from harness.servers import Background, Mcp, running_server, server_env
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes('browser', 'context')
 

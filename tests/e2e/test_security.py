@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from browser_use_mcp import urls
-from tests.support import Mcp, RawServer, server_env
+from harness.servers import Mcp, RawServer, server_env
 
 
 async def test_navigate_refuses_a_disallowed_url_before_any_request(tmp_path: Path, site: str) -> None:

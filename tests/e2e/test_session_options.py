@@ -4,7 +4,7 @@ One real server per isolation mode (a Chromium per session, and contexts of shar
 several sessions in it. Every option is read back from the page itself; a session created
 without options beside them shows the defaults; bad options create nothing.
 
-The server runs without the tests' usual black-hole proxy (tests/support.BLACKHOLE_PROXY): that is
+The server runs without the tests' usual black-hole proxy (harness/servers.BLACKHOLE_PROXY): that is
 an operator's proxy, under which a session proxy is refused (tests/unit/test_session_options.py covers
 the refusal). Instead, host-name lookups fail for everything but localhost, so nothing leaves
 loopback; a proxied page is one the test's own proxy answers itself.
@@ -25,9 +25,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from browser_use_mcp.browser import session_digest
+from harness.servers import Background, Mcp, RawServer, server_env
 from tests.e2e.test_core import evaluate as js
 from tests.e2e.test_core import get_state
-from tests.support import Background, Mcp, RawServer, isolation_modes, server_env
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')

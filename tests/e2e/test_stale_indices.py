@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from tests.support import Mcp, Result, isolation_modes
+from harness.servers import Mcp, Result
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()  # CDP sessions differ between a Chromium per session and contexts
 

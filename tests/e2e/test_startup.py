@@ -12,7 +12,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from tests.support import running_server, server_env, wait_until
+from harness.servers import running_server, server_env, wait_until
 
 GATE_HOOK = '''
 import os, sys, time

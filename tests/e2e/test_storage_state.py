@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_http import TOKENS, connect, http_server
-from tests.support import Mcp, chromium_pids, isolation_modes, wait_until
+from harness.httpserver import TOKENS, connect, http_server
+from harness.servers import Mcp, chromium_pids, wait_until
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import RawServer, chromium_pids, isolation_modes, owned_processes, wait_until
+from harness.servers import RawServer, chromium_pids, owned_processes, wait_until
+from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()  # with a Chromium per session and with contexts of shared Chromiums
 pytestmark = pytest.mark.usefixtures('isolation')

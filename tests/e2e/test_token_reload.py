@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_http import INITIALIZE, HttpServer, connect, free_port, http_server
-from tests.support import server_env, wait_until
+from harness.httpserver import INITIALIZE, HttpServer, connect, free_port, http_server
+from harness.servers import server_env, wait_until
 
 A = f'alpha-{uuid.uuid4().hex}'
 B = f'beta-{uuid.uuid4().hex}'

@@ -13,7 +13,7 @@ import pytest
 
 from browser_use_mcp.errors import LLMNotConfigured
 from browser_use_mcp.llm import choose_model, describe, make_llm
-from tests.fakes.scripted_llm import ScriptedChatModel
+from harness.fakes.scripted_llm import ScriptedChatModel
 
 # What browser-use writes into a fresh config.json: an OpenAI model with a placeholder key.
 GENERATED = {'model': 'gpt-4.1-mini', 'api_key': 'your-openai-api-key-here'}
@@ -123,11 +123,11 @@ def test_unknown_provider() -> None:
 
 
 def test_factory_supplies_any_model() -> None:
-	env = {'BROWSER_USE_MCP_LLM_FACTORY': 'tests.fakes.scripted_llm:make_llm'}
+	env = {'BROWSER_USE_MCP_LLM_FACTORY': 'harness.fakes.scripted_llm:make_llm'}
 	assert describe({}, env) == ('factory', None)
 	llm = make_llm({}, 'extract', model='m1', env=env)
 	assert isinstance(llm, ScriptedChatModel) and (llm.purpose, llm.model) == ('extract', 'm1')
 	with pytest.raises(LLMNotConfigured, match='cannot be loaded'):
-		make_llm({}, 'agent', env={'BROWSER_USE_MCP_LLM_FACTORY': 'tests.fakes.nothing_here:make'})
+		make_llm({}, 'agent', env={'BROWSER_USE_MCP_LLM_FACTORY': 'harness.fakes.nothing_here:make'})
 	with pytest.raises(LLMNotConfigured, match='cannot be loaded'):
-		make_llm({}, 'agent', env={'BROWSER_USE_MCP_LLM_FACTORY': 'tests.fakes.scripted_llm:missing'})
+		make_llm({}, 'agent', env={'BROWSER_USE_MCP_LLM_FACTORY': 'harness.fakes.scripted_llm:missing'})

@@ -25,7 +25,7 @@ from browser_use_mcp.config import ENV_VARS, ServerConfig, load_config
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.patches import agent_keeps_browser, internals, uvicorn_signals
 from browser_use_mcp.tools.common import check_allowed
-from tests.support import REPO
+from harness.servers import REPO
 
 PATCHES = patches.all_patches()
 BY_NAME = {p.name: p for p in PATCHES}

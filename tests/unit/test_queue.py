@@ -14,7 +14,7 @@ from browser_use_mcp.admission import QueueTimeout
 from browser_use_mcp.config import load_config
 from browser_use_mcp.errors import SessionLimitReached
 from browser_use_mcp.sessions import SessionRegistry, SessionState
-from tests.fakes.provider import FakeRuntime
+from harness.fakes.provider import FakeRuntime
 from tests.unit.test_sessions import fake_config
 
 

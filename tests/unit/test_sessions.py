@@ -141,7 +141,7 @@ from browser_use_mcp.catalog import Catalog  # noqa: E402
 from browser_use_mcp.errors import SessionClosed, SessionLimitReached, SessionLost, SessionNotFound  # noqa: E402
 from browser_use_mcp.sessions import DEFAULT_SESSION_ID, SessionState  # noqa: E402
 from browser_use_mcp.tools.base import Call  # noqa: E402
-from tests.fakes.provider import FakeProvider, FakeRuntime  # noqa: E402
+from harness.fakes.provider import FakeProvider, FakeRuntime  # noqa: E402
 
 
 def fake_config(tmp: Path, **overrides: Any) -> ServerConfig:

@@ -3,7 +3,7 @@
 It implements browser-use's ``BaseChatModel`` protocol (``ainvoke(messages, output_format)``
 returning a ``ChatInvokeCompletion``), so the real ``Agent`` and the real ``extract`` action
 drive it exactly as they drive ChatOpenAI. The server loads it through
-``BROWSER_USE_MCP_LLM_FACTORY=tests.fakes.scripted_llm:make_llm``.
+``BROWSER_USE_MCP_LLM_FACTORY=harness.fakes.scripted_llm:make_llm``.
 
 The script travels inside the agent's task, between ``@@script`` and ``@@end``, so each test
 (and each of several concurrent agents) brings its own::

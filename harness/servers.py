@@ -1,4 +1,10 @@
-"""Starting the real server as a subprocess and talking to it with the real MCP client."""
+"""Starting the real server as a subprocess (stdio) and talking to it with the real MCP client.
+
+``running_server``/``Background``/``Mcp``: a server and an ``mcp.Client`` on its stdio; ``RawServer``: the
+process itself, for lifecycle checks (signals, stdin closed, leftover browsers); ``server_env``: an
+environment that keeps every file of the server in one home; ``user_chromium``: a Chromium the user
+started (for --cdp-url); ``html_pages``: ad hoc pages on 127.0.0.1; ``wait_until`` and process helpers.
+"""
 
 from __future__ import annotations
 
@@ -31,22 +37,8 @@ TEST_CHROMIUM_ARGS = (BLACKHOLE_PROXY,)
 
 
 # What a named session is in the servers tests start ('browser' or 'context'), set per module by
-# the ``isolation`` fixture (tests/conftest.py): modules that must hold in both modes run twice.
+# the ``isolation`` fixture (tests/fixtures.isolation_modes): modules that must hold in both modes run twice.
 ISOLATION = 'context'
-
-
-def isolation_modes(*modes: str) -> Any:
-	"""A module-scoped ``isolation`` fixture running the module's tests once per mode."""
-	import pytest
-
-	@pytest.fixture(scope='module', params=modes or ('browser', 'context'))
-	def isolation(request: Any) -> Any:
-		global ISOLATION
-		previous, ISOLATION = ISOLATION, request.param
-		yield request.param
-		ISOLATION = previous
-
-	return isolation
 
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
