@@ -17,11 +17,11 @@ import math
 import os
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio
 from uuid_extensions import uuid7str
@@ -44,9 +44,15 @@ from browser_use_mcp.errors import (
 from browser_use_mcp.pool import BrowserPool, Spare
 from browser_use_mcp.processes import reap_orphans
 from browser_use_mcp.providers import Browser, BrowserProvider
-from browser_use_mcp.recorder import Recordings, parse_kinds
+from browser_use_mcp.recorder import Recording, Recordings, parse_kinds
 from browser_use_mcp.runtime import LOCAL_PRINCIPAL, BrowserRuntime
 from browser_use_mcp.session_options import SessionOptions
+
+if TYPE_CHECKING:  # browser-use's own classes: loaded once at start-up (runtime.py), not by this module
+	from browser_use.browser.session import BrowserSession
+	from browser_use.filesystem.file_system import FileSystem
+	from browser_use.llm.base import BaseChatModel
+	from browser_use.tools.service import Tools
 
 logger = logging.getLogger('browser_use_mcp.sessions')
 
@@ -137,6 +143,41 @@ class Tombstone:
 		return f'Note: the browser was restarted because {self.cause()}; its tabs and history were reset.'
 
 
+# -- what rooms above the registry keep in a session ------------------------------------------
+#
+# The tools remember the last page state's indices in a session, the dashboard a person's takeover.
+# The registry only stores them and asks whether one is there; these protocols say what each is,
+# and what anyone reading it back through the session may use, without importing the rooms that
+# make them (both import this module).
+
+
+class PageMemory(Protocol):
+	"""What the session's last page state showed, so an index is checked before it is used
+	(``tools.common.PageEpoch``): the focused tab, the document in its main frame, the elements."""
+
+	@property
+	def target_id(self) -> str | None: ...
+
+	@property
+	def loader_id(self) -> str | None: ...  # None: unknown, so no index of that state is used
+
+	@property
+	def elements(self) -> Mapping[int, Any]: ...
+
+
+class PersonDriving(Protocol):
+	"""A person driving the session from the dashboard (``dashboard.live.Takeover``): while one is
+	set, tool calls wait for the session (``SessionState.hold``) and are told why."""
+
+	@property
+	def login(self) -> str: ...
+
+	@property
+	def holding(self) -> bool: ...  # the session's lock is theirs (False: still waiting for a call)
+
+	def remaining(self) -> float: ...  # seconds until it ends without input
+
+
 @dataclass(eq=False)
 class SessionState:
 	"""Everything one session owns. Tool handlers receive this and nothing global."""
@@ -151,32 +192,32 @@ class SessionState:
 	last_activity: float = field(default_factory=time.time)
 	lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 	notes: list[str] = field(default_factory=list)  # told to the client once, on its next reply
-	llm: Any = None  # extraction model, made on first use
-	page_epoch: Any = None  # tools.common.PageEpoch: what the last page state showed, for its indices
+	llm: BaseChatModel | None = None  # extraction model, made on first use (tools/content.py)
+	page_epoch: PageMemory | None = None  # what the last page state showed, for its indices
 	busy: int = 0
 	busy_until: float = 0.0  # when the running call should be over: past it, the session counts as idle again
 	closed_reason: str | None = None
 	calls: set[asyncio.Task[Any]] = field(default_factory=set)  # tool calls running in it now
-	file_system: Any = None  # browser-use's FileSystem in the session's files directory
+	file_system: FileSystem | None = None  # browser-use's, in the session's files directory
 	options: SessionOptions | None = None  # what browser_create_session made it with (None: server defaults)
 	log: CallLog = field(default_factory=CallLog)  # recent tool calls, for the dashboard
-	takeover: Any = None  # dashboard.live.Takeover: a person drives the page and holds the lock
+	takeover: PersonDriving | None = None  # a person drives the page and holds the lock
 	saved_states: Path | None = None  # the principal's named storage states (browser_save_state{path})
 	crashed_sessions: set[str] = field(default_factory=set)  # CDP sessions of tabs whose renderer died
 	crash_signal: asyncio.Event = field(default_factory=asyncio.Event)  # set on every such crash
-	crash_watch: Any = None  # the BrowserSession whose crashes are watched (tools.common.watch_crashes)
+	crash_watch: BrowserSession | None = None  # whose crashes are watched (tools.common.watch_crashes)
 	persist: bool = False  # a durable session: its state is kept under the state dir (durable.py)
 	saver: asyncio.Task[None] | None = None  # a durable session's record save, due after a page-changing call
 	saving: bool = False  # that save is reading the session or writing its record (no longer cancellable)
-	recording: Any = None  # recorder.Recording: this session's flight recorder (None: not recorded)
-	_tools: Any = None
+	recording: Recording | None = None  # this session's flight recorder (None: not recorded)
+	_tools: Tools[Any] | None = None
 
 	@property
-	def browser_session(self) -> Any:
+	def browser_session(self) -> Any:  # a BrowserSession; typed, it shows mypy loose CDP calls in tools/common.py
 		return self.browser.session
 
 	@property
-	def tools(self) -> Any:
+	def tools(self) -> Tools[Any]:
 		"""browser-use's ``Tools`` (extraction, the agent's actions), made when first needed."""
 		if self._tools is None:
 			from browser_use.tools.service import Tools

@@ -34,7 +34,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from browser_use_mcp.dashboard.live import BadInput, Frames, TakeoverRefused, release, send_input, take_over
+from browser_use_mcp.dashboard.live import BadInput, Frames, TakeoverRefused, release, send_input, take_over, takeover_of
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry, SessionState
 from browser_use_mcp.tools.admin import describe, focused_target
 
@@ -471,7 +471,7 @@ class Dashboard:
 		return JSONResponse({'takeover': True, 'timeout': held.timeout})
 
 	async def release(self, request: Request, principal: str, login_id: str | None, state: SessionState) -> Response:
-		held = state.takeover
+		held = takeover_of(state)
 		if held is None:
 			return JSONResponse({'released': False})
 		if held.login != login_id:
@@ -480,7 +480,7 @@ class Dashboard:
 		return JSONResponse({'released': True})
 
 	async def input(self, request: Request, principal: str, login_id: str | None, state: SessionState) -> Response:
-		held = state.takeover
+		held = takeover_of(state)
 		if held is None or held.login != login_id or not held.holding:
 			return self._error(409, 'Take over the session first: input is forwarded only during your takeover.')
 		try:

@@ -132,10 +132,16 @@ class TakeoverRefused(Exception):
 	"""Why a takeover cannot start (someone else holds it, or the agent's call did not end)."""
 
 
+def takeover_of(state: SessionState) -> Takeover | None:
+	"""The session's takeover as this module made it (the session keeps it as a ``PersonDriving``)."""
+	held = state.takeover
+	return held if isinstance(held, Takeover) else None
+
+
 async def take_over(state: SessionState, login: str, timeout: float) -> Takeover:
 	"""Hold the session's lock for a person until they release it, stop sending input for
 	``timeout`` s, or the session closes. Agents' calls wait meanwhile."""
-	held = state.takeover
+	held = takeover_of(state)
 	if held is not None:
 		if held.login == login:
 			return held

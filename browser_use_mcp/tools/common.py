@@ -15,7 +15,7 @@ from browser_use_mcp.patches import direct_state, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
 
 if TYPE_CHECKING:
-	from browser_use_mcp.sessions import SessionState
+	from browser_use_mcp.sessions import PageMemory, SessionState
 
 logger = logging.getLogger('browser_use_mcp.tools')
 
@@ -145,7 +145,7 @@ def _stale(index: int, why: str) -> StaleElement:
 	)
 
 
-def _document_change(then: PageEpoch, now: tuple[str | None, str | None]) -> str | None:
+def _document_change(then: PageMemory, now: tuple[str | None, str | None]) -> str | None:
 	"""Why the page is no longer the one ``then`` showed, or None if it still is."""
 	target, loader = now
 	if target != then.target_id:
@@ -163,7 +163,7 @@ async def _no_node() -> bool:
 
 async def element(state: SessionState, index: int) -> Any:
 	"""The element ``index`` names in the session's last page state, if it still names it there."""
-	epoch: PageEpoch | None = state.page_epoch
+	epoch = state.page_epoch
 	if epoch is None:
 		raise _not_found(index, 'No state has been captured yet.')
 	node = epoch.elements.get(index)
