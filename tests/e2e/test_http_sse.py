@@ -2,7 +2,7 @@
 subprocess, the 1.x Python SDK's own client (tests/compat/sse_client_v1.py, run in .venv-mcp1),
 raw HTTP for what a well-behaved client never sends, and real Chromium.
 
-Servers are started (and always stopped) by tests/e2e/test_http.py's helpers; /sse is served
+Servers are started (and always stopped) by harness/httpserver.py's helpers; /sse is served
 next to /mcp, and one principal's browser sessions are the same whichever transport reaches
 them. Pages come from the loopback test site only.
 """
