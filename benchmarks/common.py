@@ -18,10 +18,10 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 from mcp import Client, StdioServerParameters
@@ -276,3 +276,18 @@ def _chromium_version() -> str:
 	with contextlib.suppress(Exception):
 		return subprocess.run([exe, '--version'], capture_output=True, text=True, timeout=20).stdout.strip()
 	return 'unknown'
+
+
+def run_in_scratch_home(prefix: str, main: Callable[[], Coroutine[Any, Any, Any]]) -> NoReturn:
+	"""Run a benchmark's ``main()`` with a throw-away HOME and quiet browser-use/server logs, then exit 0
+	(the scratch home is removed whatever happens)."""
+	from harness.servers import server_env
+
+	home = Path(tempfile.mkdtemp(prefix=prefix))
+	try:
+		os.environ.update(server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error'))
+		os.environ['BROWSER_USE_MCP_LOG_LEVEL'] = 'error'
+		asyncio.run(main())
+	finally:
+		shutil.rmtree(home, ignore_errors=True)
+	sys.exit(0)

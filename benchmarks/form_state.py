@@ -20,17 +20,15 @@ passes or fails.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
-import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.common import run_in_scratch_home
 
 
 def form_heavy(fields: int = 400) -> str:
@@ -202,13 +200,4 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == '__main__':
-	home = Path(tempfile.mkdtemp(prefix='bench-form-state-'))
-	try:
-		from harness.servers import server_env
-
-		os.environ.update(server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error'))
-		os.environ['BROWSER_USE_MCP_LOG_LEVEL'] = 'error'
-		asyncio.run(main(parse()))
-	finally:
-		shutil.rmtree(home, ignore_errors=True)
-	sys.exit(0)
+	run_in_scratch_home('bench-form-state-', lambda: main(parse()))

@@ -14,16 +14,14 @@ import asyncio
 import cProfile
 import dataclasses
 import functools
-import os
 import pstats
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
+
+from benchmarks.common import run_in_scratch_home
 
 _samples: dict[str, list[float]] = defaultdict(list)
 _current: dict[str, float] = defaultdict(float)
@@ -165,13 +163,4 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == '__main__':
-	home = Path(tempfile.mkdtemp(prefix='bench-state-'))
-	try:
-		from harness.servers import server_env
-
-		os.environ.update(server_env(home, BROWSER_USE_SETUP_LOGGING='false', BROWSER_USE_LOGGING_LEVEL='error'))
-		os.environ['BROWSER_USE_MCP_LOG_LEVEL'] = 'error'
-		asyncio.run(main(parse()))
-	finally:
-		shutil.rmtree(home, ignore_errors=True)
-	sys.exit(0)
+	run_in_scratch_home('bench-state-', lambda: main(parse()))

@@ -26,13 +26,13 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from browser_use_mcp.browser import session_digest
+from browser_use_mcp.files import write_whole
 from browser_use_mcp.storage import StorageState, parse_state
 
 logger = logging.getLogger('browser_use_mcp.durable')
@@ -228,15 +228,7 @@ class DurableStore:
 		assert self.owned
 		directory = self._dir(principal)
 		directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-		fd, tmp = tempfile.mkstemp(prefix='.saving-', suffix='.json', dir=directory)  # mkstemp: mode 0600
-		try:
-			with os.fdopen(fd, 'w', encoding='utf-8') as out:
-				json.dump(record.dump(), out, ensure_ascii=False)
-			os.replace(tmp, self.path(principal, record.session_id))
-		except BaseException:
-			with contextlib.suppress(OSError):
-				os.unlink(tmp)
-			raise
+		write_whole(self.path(principal, record.session_id), [json.dumps(record.dump(), ensure_ascii=False).encode()])
 
 	def load(self, principal: str, session_id: str) -> Record:
 		"""The record, or Unreadable saying why (a record that is gone counts: it was deleted under us)."""

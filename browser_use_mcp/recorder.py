@@ -25,10 +25,8 @@ import base64
 import contextlib
 import json
 import logging
-import os
 import secrets
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +34,7 @@ from typing import Any
 
 from browser_use_mcp.calllog import REDACTED, USERINFO, is_secret
 from browser_use_mcp.durable import DirHeld, own_dir, principal_digest, release_dir
+from browser_use_mcp.files import write_whole
 from browser_use_mcp.har import HarLog
 from browser_use_mcp.screencast import Screencast
 
@@ -237,17 +236,8 @@ class Recording:
 	def write_meta(self) -> bool:
 		"""Write meta.json whole or not at all (0600); False when the disk refuses. Small and blocking."""
 		try:
-			fd, tmp = tempfile.mkstemp(prefix='.meta-', suffix='.tmp', dir=self.path)
+			write_whole(self.path / META_FILE, [json.dumps(self.meta(), ensure_ascii=False).encode()])
 		except OSError as exc:
-			logger.info('could not write the metadata of the recording of %r: %s', self.session_id[:40], exc)
-			return False
-		try:
-			with os.fdopen(fd, 'w', encoding='utf-8') as out:
-				json.dump(self.meta(), out, ensure_ascii=False)
-			os.replace(tmp, self.path / META_FILE)
-		except OSError as exc:
-			with contextlib.suppress(OSError):
-				os.unlink(tmp)
 			logger.info('could not write the metadata of the recording of %r: %s', self.session_id[:40], exc)
 			return False
 		return True

@@ -23,9 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import re
-import tempfile
 import time
 import urllib.parse
 from pathlib import Path
@@ -34,6 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
+from browser_use_mcp.files import write_whole
 
 if TYPE_CHECKING:
 	from browser_use_mcp.sessions import SessionState
@@ -159,16 +158,7 @@ def _write(directory: Path, name: str, text: str) -> Path:
 	target = directory / name
 	if target.resolve().parent != directory.resolve():  # belt and braces: check_name already forbids it
 		raise InvalidArgument(f'{name!r} would leave its directory.')
-	fd, tmp = tempfile.mkstemp(prefix='.saving-', suffix='.json', dir=directory)
-	try:
-		with os.fdopen(fd, 'w', encoding='utf-8') as out:
-			out.write(text)
-		os.replace(tmp, target)
-	except BaseException:
-		with contextlib.suppress(OSError):
-			os.unlink(tmp)
-		raise
-	return target
+	return write_whole(target, [text.encode()])
 
 
 def save_named(state: SessionState, name: str, data: StorageState) -> Path:

@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import time
 import weakref
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 from pydantic import Field
 
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
+from browser_use_mcp.files import write_whole
 from browser_use_mcp.patches import internals
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
@@ -844,17 +844,7 @@ def _write_pdf(directory: Path, name: str, chunks: list[bytes]) -> Path:
 	target = directory / name
 	if target.resolve().parent != directory.resolve():  # belt and braces: _pdf_name forbids it already
 		raise InvalidArgument(f"path: {name!r} would leave the session's files directory.")
-	fd, tmp = tempfile.mkstemp(prefix='.printing-', suffix='.pdf', dir=directory)
-	try:
-		with os.fdopen(fd, 'wb') as out:
-			for chunk in chunks:
-				out.write(chunk)
-		os.replace(tmp, target)
-	except BaseException:
-		with contextlib.suppress(OSError):
-			os.unlink(tmp)
-		raise
-	return target
+	return write_whole(target, chunks)
 
 
 @tool('Save the page as PDF', destructive=False, idempotent=False, open_world=False)
