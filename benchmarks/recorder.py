@@ -27,11 +27,15 @@ from benchmarks.common import Memory, Server, mb, median_ms, memory_of, server, 
 SESSIONS = {'off': {}, 'trace': {'record': ['trace']}, 'har': {'record': ['har']}, 'video': {'record': ['video']}}
 
 
-async def one_round(srv: Server, sid: str, site: str, out: dict[str, list[float]], think: float = 0.0) -> None:
-	"""navigate, get_state, click, navigate; ``think`` s between calls (an agent's model step)."""
+async def one_round(
+	srv: Server, sid: str, site: str, out: dict[str, list[float]], think: float = 0.0, look: bool = False
+) -> None:
+	"""navigate, get_state, click, navigate; ``think`` s between calls (an agent's model step), or with
+	``look`` none between the navigate and the get_state that reads its result (an agent acts, looks
+	at once, then thinks)."""
 	_, elapsed = await srv.ok('browser_navigate', session_id=sid, url=f'{site}/')
 	out['navigate'].append(elapsed)
-	await asyncio.sleep(think)
+	await asyncio.sleep(0.0 if look else think)
 	text, elapsed = await srv.ok('browser_get_state', session_id=sid)
 	out['get_state'].append(elapsed)
 	await asyncio.sleep(think)
@@ -64,7 +68,7 @@ def _session_memory(root: int, with_ffmpeg: bool, srv: Server) -> Memory:
 	return memory_of(procs)
 
 
-async def bench(rounds: int, think: float) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+async def bench(rounds: int, think: float, look: bool = False) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
 	from harness.pages import PageServer
 
 	times: dict[str, dict[str, list[float]]] = {k: {'navigate': [], 'click': [], 'get_state': []} for k in SESSIONS}
@@ -83,13 +87,13 @@ async def bench(rounds: int, think: float) -> tuple[dict[str, dict[str, float]],
 			for i in range(rounds):
 				order = labels[i % len(labels) :] + labels[: i % len(labels)]  # none always goes first
 				for label in order:
-					await one_round(srv, f'bench-{label}', pages.url, times[label], think)
+					await one_round(srv, f'bench-{label}', pages.url, times[label], think, look)
 			for label, root in chromium.items():
 				pss[label] = mb(_session_memory(root, label == 'video', srv).pss)
 	return {label: {k: median_ms(v) for k, v in t.items()} for label, t in times.items()}, pss
 
 
-def show(result: tuple[dict[str, dict[str, float]], dict[str, float]], think: float) -> str:
+def show(result: tuple[dict[str, dict[str, float]], dict[str, float]], think: float, look: bool = False) -> str:
 	r, pss = result
 	kinds = [k for k in SESSIONS if k != 'off']
 	rows: list[list[Any]] = []
@@ -106,6 +110,8 @@ def show(result: tuple[dict[str, dict[str, float]], dict[str, float]], think: fl
 		row += [on if on is not None else '-', f'{(on - off) / off * 100:+.1f} %' if on and off else '-']
 	rows.append(row)
 	pause = f'{think * 1000:.0f} ms between calls' if think else 'calls back to back'
+	if look:
+		pause = f'get_state right after the navigate, {think * 1000:.0f} ms before the other calls'
 	header = ['call', 'off ms'] + [h for k in kinds for h in (f'{k} ms', f'{k} overhead')]
 	return table(f'Flight recorder: p50 per call, recording off vs each kind ({pause})', header, rows)
 
@@ -120,9 +126,18 @@ def main() -> None:
 		default=[0.0, 0.3],
 		help='seconds between calls, one table each (default: 0 and 0.3; an agent waits seconds for its model)',
 	)
+	parser.add_argument(
+		'--look',
+		type=float,
+		nargs='*',
+		default=[1.0],
+		help="an agent's pacing, one table each: get_state right after the navigate, these seconds before the other calls (default 1)",
+	)
 	args = parser.parse_args()
 	for think in args.think:
 		print(show(asyncio.run(bench(args.rounds, think)), think))
+	for think in args.look:
+		print(show(asyncio.run(bench(args.rounds, think, look=True)), think, look=True))
 
 
 if __name__ == '__main__':

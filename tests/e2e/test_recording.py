@@ -3,6 +3,7 @@ the loopback test site. One server for the module; each test its own session ids
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -76,6 +77,33 @@ async def test_trace_lists_every_call_with_redaction_and_screenshots(mcp: Mcp, s
 			assert img.width <= 640
 	# the text result is there, cut at the limit
 	assert 'Two' in second['result'] or second['result']
+
+
+def _centre(path: str) -> tuple[int, int, int]:
+	with Image.open(path) as img:
+		rgb = img.convert('RGB')
+		return rgb.getpixel((rgb.width // 2, rgb.height // 2))
+
+
+async def test_each_screenshot_shows_the_page_its_call_left(mcp: Mcp, site: str) -> None:
+	"""A page-changing call's frame is asked for once the session is quiet, after a read that follows
+	at once, or when the session is read: each way it shows the page as that call left it."""
+	sid = {'session_id': 'rec-colours'}
+	await mcp.ok('browser_create_session', record=['trace'], **sid)
+	await mcp.ok('browser_navigate', url=f'{site}/two', **sid)
+	paint = "document.documentElement.style.background = document.body.style.background = '{}'; 1"
+	await mcp.ok('browser_evaluate', expression=paint.format('rgb(255, 0, 0)'), **sid)
+	await mcp.ok('browser_get_state', **sid)  # a read right after: the red frame is asked for after it
+	await asyncio.sleep(1.0)  # quiet: asked for and taken by now, with no call to prompt it
+	(folder,) = [p for p in recordings_dir(mcp) if 'rec-colours' in (p / 'meta.json').read_text()]
+	assert (folder / 'shot-00002.jpg').is_file()
+	await mcp.ok('browser_evaluate', expression=paint.format('rgb(0, 0, 255)'), **sid)
+	rec = (await mcp.ok('browser_get_recording', **sid)).structured  # asks for the blue one at once
+	shots = {c['seq']: c['screenshot'] for c in rec['calls']}
+	red, blue = _centre(shots[2]), _centre(shots[4])
+	assert red[0] > 200 and red[1] < 60 and red[2] < 60, red
+	assert blue[2] > 200 and blue[0] < 60 and blue[1] < 60, blue
+	assert shots[3] is None  # the read has none
 
 
 async def test_recording_survives_close(mcp: Mcp, site: str) -> None:
