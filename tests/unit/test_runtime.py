@@ -42,3 +42,29 @@ def test_preflight_names_an_endpoint_that_does_not_answer(tmp_path: Path) -> Non
 	assert preflight(fake_config(tmp_path)) is None
 	assert 'No browser answers at --cdp-url' in (preflight(fake_config(tmp_path, cdp_url=CLOSED)) or '')
 	assert 'No Selenium Grid answers at --grid-url' in (preflight(fake_config(tmp_path, grid_url=CLOSED)) or '')
+
+
+FREEZE_PROBE = """
+import gc, json
+import browser_use_mcp.server
+from browser_use_mcp.runtime import freeze_startup_heap
+tracked = len(gc.get_objects())
+frozen = freeze_startup_heap()
+print(json.dumps({'tracked': tracked, 'frozen': frozen, 'after': len(gc.get_objects()), 'again': freeze_startup_heap(),
+                  'dom': 'browser_use.dom.service' in __import__('sys').modules}))
+"""
+
+
+def test_start_up_heap_is_kept_out_of_the_collector_once() -> None:
+	"""What start-up made is frozen (full collections no longer rescan it: ~90 ms stalls of the one
+	loop, measured under four agents), with the modules a first page state needs loaded first; a
+	second call freezes nothing. In a fresh interpreter: freezing pytest's heap would leak its cycles."""
+	import json
+	import subprocess
+	import sys
+
+	out = subprocess.run([sys.executable, '-c', FREEZE_PROBE], capture_output=True, text=True, timeout=120, check=True)
+	probe = json.loads(out.stdout.strip().splitlines()[-1])
+	assert probe['frozen'] > 50_000 and probe['frozen'] > probe['tracked']  # the state path's modules came in too
+	assert probe['after'] < probe['frozen'] / 10
+	assert probe['again'] == 0 and probe['dom'] is True
