@@ -4,9 +4,11 @@ A session is recorded when the server runs with ``--record trace`` or when
 ``browser_create_session`` asks for ``record: ["trace"]``. Its recording is a directory under the
 persistent state directory (``<state dir>/recordings/p-<principal digest>/<session digest>-<rand>/``:
 one-way digests and a random suffix, never the id itself), holding ``meta.json`` (who, what, when;
-rewritten whole at start and close), ``trace.jsonl`` (one JSON object per call, written as each call ends) and
-``shot-<n>.jpg``: a scaled-down JPEG of the page after each page-changing call, taken by the
-browser itself (``Page.captureScreenshot`` with a clip scale), so no image work runs on the loop.
+rewritten whole at start and close), ``trace.jsonl`` (one JSON object per call, written once its
+page read and screenshot are in) and ``shot-<n>.jpg``: a scaled-down JPEG of the page after each
+page-changing call, a frame of the tab's screencast scaled by the browser itself (screencast.py;
+``Page.captureScreenshot`` where there is no cast), so no image work runs on the loop. When the
+frame is asked for, and why not at once: ``_DueShot``.
 
 Bounded: a recording stops growing at ``SIZE_CAP`` bytes (a last ``truncated`` line says so);
 a write that fails (full disk, a directory gone) marks it truncated and the session carries on.
