@@ -120,6 +120,7 @@ class ServerConfig:
 	cached_result_types: bool = True  # bubus builds one pydantic adapter per event result type, not one per event
 	fast_dom_capture: bool = True  # browser-use reads the page's trees in one round of CDP requests
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
+	early_page_info: bool = True  # browser_get_state reads the page info while the page's trees are read
 	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
 	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
 	dialog_gate: bool = True  # --dialogs hold can hold JavaScript dialogs (browser-use answers them itself otherwise)
@@ -246,6 +247,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'cached_result_types': (f'{ENV_PREFIX}CACHED_RESULT_TYPES', _truthy),
 	'fast_dom_capture': (f'{ENV_PREFIX}FAST_DOM_CAPTURE', _truthy),
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
+	'early_page_info': (f'{ENV_PREFIX}EARLY_PAGE_INFO', _truthy),
 	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
 	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
 	'typing_keeps_focus': (f'{ENV_PREFIX}TYPING_KEEPS_FOCUS', _truthy),

@@ -55,6 +55,7 @@ PATCH_MODULES = (
 	'result_adapters',
 	'dom_capture',
 	'direct_state',
+	'early_page_info',
 	'paint_order_index',
 	'offload_state',
 	'typing_keeps_focus',

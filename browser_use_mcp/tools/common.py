@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from browser_use_mcp import dialogs, urls
 from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
-from browser_use_mcp.patches import direct_state, internals, offload_state
+from browser_use_mcp.patches import direct_state, early_page_info, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
 
 if TYPE_CHECKING:
@@ -288,7 +288,8 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 	# they are only shown, never part of the epoch.
 	titles_read = asyncio.gather(tab_titles(state), current_title(state))
 	try:
-		with offload_state.compact_state():  # only the selector map is used: it may be built off the loop
+		# only the selector map is used: it may be built off the loop; the page info is read beside the trees
+		with offload_state.compact_state(), early_page_info.requested():
 			summary = await direct_state.request_state(bs, include_screenshot)
 	except BaseException:
 		titles_read.cancel()

@@ -515,3 +515,53 @@ async def test_the_dialog_gate_hands_a_held_sessions_dialogs_over_and_leaves_the
 	dialog_hold.hold(other, lambda params, sid: True)
 	del other, session  # an entry goes with its session
 	assert len(dialog_hold._holders) == 0
+
+
+async def test_early_page_info_is_read_once_beside_the_build() -> None:
+	"""Within a state request the page info read starts with the build and is handed to the handler's
+	own call (one read, begun before the build ended); outside one, or after a failed early read, the
+	handler reads it itself; a read nobody asked for is not left running."""
+	import asyncio
+
+	from browser_use_mcp.patches import early_page_info
+
+	log: list[str] = []
+	fail = [False]
+
+	async def page_info(self: object) -> str:
+		log.append('read')
+		await asyncio.sleep(0.01)
+		if fail[0]:
+			fail[0] = False
+			raise RuntimeError('no answer')
+		return f'info {log.count("read")}'
+
+	async def build(self: object) -> str:
+		await asyncio.sleep(0.02)  # the trees take longer than the page info
+		log.append('built')
+		return 'dom'
+
+	started_build = early_page_info._early_build(build, page_info)
+	handed_over = early_page_info._handed_over(page_info)
+	watchdog = object()
+
+	async def handler() -> tuple[str, str]:  # browser-use's order: the build (in a task), then the page info
+		dom = await asyncio.create_task(started_build(watchdog))
+		return dom, await handed_over(watchdog)
+
+	with early_page_info.requested():
+		assert await handler() == ('dom', 'info 1')
+	assert log == ['read', 'built']  # one read, started before the build ended
+	log.clear()
+	assert await handler() == ('dom', 'info 1')
+	assert log == ['built', 'read']  # outside a request: browser-use's order
+	log.clear()
+	fail[0] = True
+	with early_page_info.requested():
+		assert await handler() == ('dom', 'info 2')
+	assert log == ['read', 'built', 'read']  # the early read failed: read again
+	log.clear()
+	fail[0] = True
+	with early_page_info.requested():
+		await started_build(watchdog)  # the handler never asks, and the read fails: nothing left running or unretrieved
+	assert log == ['read', 'built'] and asyncio.all_tasks() == {asyncio.current_task()}
