@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import REPO, Server, server, table
+from benchmarks.common import REPO, Server, percentile, server, table
 
 PROBE = """
 import gc, json, os, threading, time
@@ -77,16 +77,11 @@ async def bench(agents: int, seconds: float) -> tuple[list[float], dict[str, lis
 
 
 def show(agents: int, seconds: float, calls: list[float], pauses: dict[str, list[float]]) -> str:
-	ordered = sorted(calls)
-
-	def q(p: float) -> float:
-		return round(ordered[min(len(ordered) - 1, int(p * (len(ordered) - 1)))], 1)
-
 	rows = [
-		['get_state calls', len(ordered)],
-		['get_state p50 ms', q(0.5)],
-		['get_state p99 ms', q(0.99)],
-		['get_state max ms', round(ordered[-1], 1)],
+		['get_state calls', len(calls)],
+		['get_state p50 ms', round(percentile(calls, 0.5), 1)],
+		['get_state p99 ms', round(percentile(calls, 0.99), 1)],
+		['get_state max ms', round(max(calls), 1)],
 	]
 	for gen in ('0', '1', '2'):
 		p = pauses.get(gen, [])

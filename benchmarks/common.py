@@ -224,6 +224,14 @@ def mb(value: float) -> float:
 # -- numbers ---------------------------------------------------------------------------------------
 
 
+def percentile(values: list[float], q: float) -> float:
+	"""The value at quantile ``q`` (0-1) of ``values``, nearest rank; nan when there are none."""
+	if not values:
+		return float('nan')
+	ordered = sorted(values)
+	return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
 def median_ms(values: list[float]) -> float:
 	return round(statistics.median(values) * 1000, 1) if values else float('nan')
 

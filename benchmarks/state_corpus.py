@@ -29,14 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import run_in_scratch_home
-
-
-def _p(values: list[float], q: float) -> float:
-	if not values:
-		return float('nan')
-	ordered = sorted(values)
-	return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+from benchmarks.common import percentile, run_in_scratch_home
 
 
 def stalled_share(lags: list[float], seconds: float, over: float = 20.0) -> float:
@@ -210,10 +203,10 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 		'get_state p50 beside heavy': statistics.median(state_beside),
 		'get_state max alone': max(state_alone),
 		'get_state max beside heavy': max(state_beside),
-		'loop lag p50 alone': _p(alone_probe.lags, 0.5),
-		'loop lag p99 alone': _p(alone_probe.lags, 0.99),
-		'loop lag p50 beside heavy': _p(beside_probe.lags, 0.5),
-		'loop lag p99 beside heavy': _p(beside_probe.lags, 0.99),
+		'loop lag p50 alone': percentile(alone_probe.lags, 0.5),
+		'loop lag p99 alone': percentile(alone_probe.lags, 0.99),
+		'loop lag p50 beside heavy': percentile(beside_probe.lags, 0.5),
+		'loop lag p99 beside heavy': percentile(beside_probe.lags, 0.99),
 		'loop lag max beside heavy': max(beside_probe.lags or [0.0]),
 		# p99 counts one sample per stall, however long: a 1 s stall is one sample among ~1,000. The
 		# share of the phase spent in stalls over 20 ms weighs each by its length.

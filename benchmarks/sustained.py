@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.common import Server, run_in_scratch_home, server, table
+from benchmarks.common import Server, percentile, run_in_scratch_home, server, table
 
 BUTTON = 'Press me'  # the test site's home page: a button that changes the page's text, no navigation
 CORPUS_PAGE = 'bootstrap cheatsheet'
@@ -38,8 +38,7 @@ class Run:
 
 	def row(self) -> list[Any]:
 		def q(values: list[float], p: float) -> float:
-			ordered = sorted(values)
-			return round(ordered[min(len(ordered) - 1, int(p * (len(ordered) - 1)))] * 1000, 1) if ordered else float('nan')
+			return round(percentile(values, p) * 1000, 1)
 
 		return [
 			self.who,
