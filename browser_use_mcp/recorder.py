@@ -337,8 +337,7 @@ class Recording:
 			page = asyncio.create_task(self._read_after(state, entry), name=f'recorder-page-{seq}')
 			shoot = tool in PAGE_CHANGING and self.truncated is None
 			cast = self.cast
-			if shoot and cast is not None and await cast.follow(state):
-				self.ask_due()
+			if shoot and cast is not None and await cast.follow(state):  # (before() asked for the last call's frame)
 				self.due = due = _DueShot(self, cast)
 				if cast.continuous:  # a video's cast runs all along: nothing to start, the next frame is the one
 					due.ask()

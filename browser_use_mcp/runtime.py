@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import logging
 from dataclasses import dataclass
@@ -151,8 +152,6 @@ def freeze_startup_heap() -> int:
 	made since. Called before any session exists, so nothing that can become garbage is frozen (a
 	frozen cycle would never be freed); once a process: a later call (another registry in the same
 	process, as in tests) does nothing and returns 0. The number of objects frozen."""
-	import gc
-
 	global _heap_frozen
 	if _heap_frozen:
 		return 0
