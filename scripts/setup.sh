@@ -24,7 +24,7 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
 	"$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import browser_use_mcp, pytest, pytest_asyncio, hypothesis" >/dev/null 2>&1 \
+if ! .venv/bin/python -c "import browser_use_mcp, pytest, pytest_asyncio, xdist, hypothesis" >/dev/null 2>&1 \
 	|| [ pyproject.toml -nt .venv/.installed ]; then
 	.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v -e "^WARNING: Location" -e "is ignored" >&2 || true
 	.venv/bin/python -c "import browser_use_mcp, pytest_asyncio" # fail loudly if the install did not work

@@ -167,6 +167,8 @@ async def test_a_state_that_cannot_be_captured_leaves_the_action_a_success() -> 
 
 	class Broken:
 		agent_focus_target_id = 'T1'
+		event_bus = None  # no watchdog either: the state is asked of the session, whether direct_state is applied or not
+		_dom_watchdog = None
 
 		async def get_or_create_cdp_session(self, **_: Any) -> Any:
 			raise RuntimeError('no page')
