@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import statistics
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import percentile, run_in_scratch_home
+from benchmarks.stalls import StallSampler
 
 
 def stalled_share(lags: list[float], seconds: float, over: float = 20.0) -> float:
@@ -150,6 +152,7 @@ async def peer_times(kind: str, urls: dict[str, str], repeats: int) -> dict[str,
 	return out
 
 
+_where = False  # --where: sample the stacks of the loop's stalls beside the heavy session (benchmarks/stalls.py)
 _compare_fast = False  # --compare-fast: on/off is offload_state.FAST, the patches on in both
 
 
@@ -190,9 +193,13 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 		nav_alone, state_alone = await light_loop(time.perf_counter() + seconds)
 	heavy = asyncio.ensure_future(heavy_loop())
 	await asyncio.sleep(0.5)
-	with LagProbe() as beside_probe:
+	with LagProbe() as beside_probe, contextlib.ExitStack() as stack:
+		sampler = stack.enter_context(StallSampler()) if _where else None
 		nav_beside, state_beside = await light_loop(time.perf_counter() + seconds)
 	stop.set()
+	if sampler is not None:
+		print(f'where the loop stalled beside the heavy session (patches {"on" if on else "off"}):', file=sys.stderr)
+		print(sampler.report(), file=sys.stderr, flush=True)
 	await heavy
 	return {
 		'navigate p50 alone': statistics.median(nav_alone),
@@ -225,8 +232,8 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.sessions import SessionRegistry
 	from harness.pages import PageServer
 
-	global _compare_fast
-	_compare_fast = args.compare_fast
+	global _compare_fast, _where
+	_compare_fast, _where = args.compare_fast, args.where
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
 	modes = [True] if args.only_on_pages else [True, False]
 	pages = [
@@ -326,6 +333,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	)
 	parser.add_argument('--only-on-pages', action='store_true', help="time only the patches on (not browser-use's pipeline)")
 	parser.add_argument('--only-on', action='store_true')
+	parser.add_argument(
+		'--where', action='store_true', help='print where the loop was when it stalled beside the heavy session (stderr)'
+	)
 	parser.add_argument('--json', help='write the raw figures here')
 	return parser.parse_args(argv)
 
