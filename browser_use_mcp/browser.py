@@ -32,7 +32,7 @@ import psutil
 from browser_use_mcp.cdp_pipe import CHILD_READ_FD, CHILD_WRITE_FD, PipeMux, install_child_fds, reserve_child_fds
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.patches import internals
-from browser_use_mcp.processes import OWNER_ENV, OWNER_SWITCH, Owner, owner_of, process_tree, wait_gone
+from browser_use_mcp.processes import OWNER_ENV, OWNER_SWITCH, Owner, owner_of, process_tree, wait_gone, yield_to_the_server
 
 logger = logging.getLogger('browser_use_mcp.browser')
 
@@ -41,6 +41,7 @@ LAUNCH_TIMEOUT = 30.0
 
 # Process-wide launch policy, set once by the registry at start-up (see configure_launch).
 PARENT_DEATH_SIGNAL = True
+CHROMIUM_NICE = 10  # see ChromiumProcess.yield_to_the_server
 SIDECAR: Any = None  # browser_use_mcp.sidecar.Sidecar when the sidecar is in use
 
 CHROMIUM_CANDIDATES = (
@@ -224,11 +225,13 @@ def parent_death_signal_supported() -> bool:
 	return sys.platform.startswith('linux')
 
 
-def configure_launch(parent_death_signal: bool, sidecar: Any) -> None:
-	"""How browsers are tied to the server's life: parent-death signal and/or the sidecar."""
-	global PARENT_DEATH_SIGNAL, SIDECAR
+def configure_launch(parent_death_signal: bool, sidecar: Any, nice: int = 10) -> None:
+	"""How browsers are tied to the server's life (parent-death signal and/or the sidecar) and
+	how far below the server's their CPU priority is."""
+	global PARENT_DEATH_SIGNAL, SIDECAR, CHROMIUM_NICE
 	PARENT_DEATH_SIGNAL = parent_death_signal
 	SIDECAR = sidecar
+	CHROMIUM_NICE = nice
 
 
 def _set_parent_death_signal() -> None:
@@ -266,7 +269,18 @@ class ChromiumProcess:
 		self._exit_callbacks: list[Callable[[ChromiumProcess], Any]] = []
 		self._waiter = asyncio.create_task(self._wait_exit(), name=f'chromium-{self.pid}-wait')
 		self.stopping = False
+		self.yielded = False  # its priority lowered (yield_to_the_server)
 		cdp.on_close(self._pipe_closed)
+
+	def yield_to_the_server(self) -> None:
+		"""Once a session has started on this browser: lower its CPU priority below the server's
+		(processes.yield_to_the_server), once. Not at launch: a browser starting beside fifteen others
+		on two cores, then behind the server's own work, took long enough that browser-use lost its
+		first tab ("initial target not found") in our 16-agent benchmark; a start is on an agent's
+		path anyway."""
+		if not self.yielded and self.proc.returncode is None:
+			self.yielded = True
+			yield_to_the_server(CHROMIUM_NICE, leader=self.pid)
 
 	@classmethod
 	async def launch(

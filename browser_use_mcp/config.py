@@ -128,6 +128,7 @@ class ServerConfig:
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
+	chromium_nice: int = 10  # Linux: the browsers' CPU priority below the server's (0 leaves it as the server's)
 	# egress policy (browser_use_mcp/egress.py): may pages reach loopback, private and link-local addresses?
 	block_private_networks: bool = False  # stdio: refuse them too (HTTP refuses them unless allowed)
 	allow_private_networks: bool = False  # HTTP: allow them (stdio allows them unless blocked)
@@ -255,6 +256,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
+	'chromium_nice': (f'{ENV_PREFIX}CHROMIUM_NICE', _int),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
 	'tools': (f'{ENV_PREFIX}TOOLS', _tokens),
 	'block_private_networks': (f'{ENV_PREFIX}BLOCK_PRIVATE_NETWORKS', _truthy),
@@ -386,6 +388,10 @@ def validate(config: ServerConfig) -> None:
 		problems.append(f'dialogs must be accept or hold, not {config.dialogs!r}')
 	if config.isolation not in ('browser', 'context'):
 		problems.append(f'isolation must be browser or context, not {config.isolation!r}')
+	if not 0 <= config.chromium_nice <= 19:
+		problems.append(
+			f"chromium nice must be 0 to 19 (0 leaves the browsers at the server's priority), not {config.chromium_nice}"
+		)
 	if config.shared_browser_idle < 0:
 		problems.append('shared browser idle time must be >= 0')
 	if config.contexts_per_browser < 1:

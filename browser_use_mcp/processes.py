@@ -213,3 +213,44 @@ def reap_orphans() -> int:
 	_zombies_seen.clear()
 	_zombies_seen.update(found - reaped)
 	return len(reaped)
+
+
+def yield_to_the_server(nice: int, leader: int | None = None) -> None:
+	"""Lower a process group's CPU priority below the server's: a busy core goes to the server's
+	event loop first. ``leader``: a browser's first process, which leads its own session and process
+	group (called once the browser has started; every process it forks later inherits the
+	priority); None: this process (the page-state worker, once in a session of its own).
+
+	Why: every session's calls run on the server's one event loop, and each of its steps is short;
+	a browser building a large page's snapshot, or the worker building its state, keeps a core busy
+	for seconds. On Linux a process that starts its own session gets its own scheduling
+	*autogroup*, and the scheduler shares the CPU between autogroups, not processes: a browser's
+	renderer, GPU and browser processes together weighed as much as the whole server, so beside a
+	heavy page the loop waited for a core for tens of milliseconds at a time (on 2 cores, loop lag
+	p99 26-36 ms, the stalls seen in the loop's writes to the browser's pipe: the write wakes the
+	browser, which takes the core). Both levers are set: the niceness of the group's processes (what
+	counts when autogroups are off) and, only for a session leader, its autogroup's
+	(``/proc/PID/autogroup``; what counts when they are on; written for a process in the server's own
+	session it would lower the server's). A process alone still gets every idle core; only a
+	contended core goes to the loop first. Never raises: a system that refuses either leaves the
+	priority as it was."""
+	if nice <= 0:
+		return
+	pid = os.getpid() if leader is None else leader
+	with contextlib.suppress(OSError):
+		if leader is None:
+			os.setpriority(os.PRIO_PROCESS, 0, nice)
+		else:
+			os.setpriority(os.PRIO_PGRP, leader, nice)
+	try:
+		if os.getsid(pid) != pid:
+			return
+		fd = os.open(f'/proc/{pid}/autogroup', os.O_WRONLY)
+	except OSError:  # gone, not Linux, or a kernel without autogroups
+		return
+	try:
+		os.write(fd, str(nice).encode())
+	except OSError:
+		pass
+	finally:
+		os.close(fd)

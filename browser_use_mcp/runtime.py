@@ -232,7 +232,9 @@ class BrowserRuntime:
 				self._sidecar = Sidecar(self.state_dir.path)
 			except OSError as exc:
 				logger.warning('could not start the cleanup sidecar (%s); relying on the start-up sweep', exc)
-		configure_launch(self.config.parent_death_signal and parent_death_signal_supported(), self._sidecar)
+		configure_launch(
+			self.config.parent_death_signal and parent_death_signal_supported(), self._sidecar, self.config.chromium_nice
+		)
 
 	# -- which browser a session gets ------------------------------------------------------------
 

@@ -274,12 +274,15 @@ def test_the_state_fields_a_click_reads_are_kept() -> None:
 
 
 def test_the_worker_leaves_with_a_killed_server(tmp_path: Path) -> None:
-	"""A SIGKILLed server leaves no worker behind (the worker watches its parent), and a program
-	without a ``__main__`` guard is not run again in the worker."""
+	"""A SIGKILLed server leaves no worker behind (the worker watches its parent, from a session of
+	its own at a lower priority), and a program without a ``__main__`` guard is not run again in the
+	worker."""
 	import os
 	import signal
 	import subprocess
 	import sys
+
+	import psutil
 
 	from harness.servers import REPO, wait_until
 
@@ -298,6 +301,12 @@ def test_the_worker_leaves_with_a_killed_server(tmp_path: Path) -> None:
 		assert server.stdout is not None
 		assert server.stdout.readline().strip() == 'started'
 		worker = int(server.stdout.readline())  # not "started" again: the worker did not run the script
+		# batch work below the server's loop: a session (so an autogroup) of its own, niced
+		assert os.getsid(worker) == worker
+		assert psutil.Process(worker).nice() == offload_state.WORKER_NICE
+		if os.path.exists('/proc/self/autogroup'):
+			with open(f'/proc/{worker}/autogroup') as group:
+				assert int(group.read().split()[-1]) == offload_state.WORKER_NICE
 	finally:
 		server.send_signal(signal.SIGKILL)
 		server.wait()

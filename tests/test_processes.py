@@ -61,3 +61,29 @@ def test_the_server_a_client_spawned_is_found(spawned: list[subprocess.Popen[byt
 	spawned.append(server)
 	assert find_spawned_server(before) == server.pid
 	assert find_spawned_server(before | {server.pid}, timeout=0.2) is None
+
+
+@pytest.mark.skipif(not os.path.exists('/proc/self/autogroup'), reason='this kernel has no scheduling autogroups')
+@pytest.mark.parametrize(('own_session', 'nice'), [(True, 7), (False, 7), (True, 0)])
+def test_yielding_to_the_server_lowers_only_a_session_leaders_autogroup(own_session: bool, nice: int) -> None:
+	"""A browser's first process, which leads its own session, gets its process group's niceness and
+	its autogroup's lowered; a process in the caller's session only its group's (its autogroup is the
+	caller's: lowering it would lower the server); 0 changes nothing."""
+	from browser_use_mcp.processes import yield_to_the_server
+
+	def group_nice(pid: int) -> int:
+		with open(f'/proc/{pid}/autogroup') as group:
+			return int(group.read().split()[-1])
+
+	mine = group_nice(os.getpid())
+	sleeper = [sys.executable, '-c', 'import time; time.sleep(30)']
+	# a group leader either way (what setpriority's PRIO_PGRP is given), in a session of its own or ours
+	child = subprocess.Popen(sleeper, start_new_session=True) if own_session else subprocess.Popen(sleeper, process_group=0)
+	try:
+		yield_to_the_server(nice, leader=child.pid)
+		assert psutil.Process(child.pid).nice() == os.getpriority(os.PRIO_PROCESS, 0) + nice
+		assert group_nice(child.pid) == (nice if own_session else mine)
+		assert group_nice(os.getpid()) == mine
+	finally:
+		child.kill()
+		child.wait()

@@ -74,6 +74,7 @@ from collections.abc import Iterator
 from typing import Any, TypedDict
 
 from browser_use_mcp.patches import Patch, Saved, is_active, pin_problems
+from browser_use_mcp.processes import yield_to_the_server
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ CDP_USE_VERSION = '1.4.5'
 _SERVICE = 'browser_use.dom.service:DomService'
 
 RAW_MIN = 256 * 1024  # bytes of an answer from which it is worth leaving undecoded
-WORKER_NICE = 10  # the worker's scheduling niceness: a busy core goes to the event loop first
+WORKER_NICE = 10  # the worker's scheduling niceness (and its autogroup's): a busy core goes to the event loop first
 WORKERS = 1  # processes; each ~55 MB with browser-use's DOM modules imported
 FIRST_ID = 1 << 29  # our request ids: above cdp-use's counter, below the context endpoint's 2**30
 WAIT = 10.0  # s for the tree requests (browser-use's first wait)
@@ -474,8 +475,11 @@ def _warm(parent: int, patch_names: tuple[str, ...] = ()) -> None:
 	threading.Thread(target=_leave_with, args=(parent,), name='leave-with-server', daemon=True).start()
 	threading.Thread(target=_free_trash, name='free-built-states', daemon=True).start()
 	_in_worker = True
-	with contextlib.suppress(OSError):  # batch work: the server's loop and the browsers go first
-		os.nice(WORKER_NICE)
+	# batch work: the server's loop goes first. In a session of its own, so that it weighs against
+	# the browsers as one more batch process, not as part of the server (processes.yield_to_the_server)
+	with contextlib.suppress(OSError):
+		os.setsid()
+	yield_to_the_server(WORKER_NICE)  # (this process)
 	import browser_use.dom.serializer.serializer  # noqa: F401
 	import browser_use.dom.service  # noqa: F401
 

@@ -55,6 +55,10 @@ class Endpoint(ABC):
 		"""What the session's next reply should tell its client once (e.g. where a download went)."""
 		return []
 
+	def started(self) -> None:  # noqa: B027 - only a browser of our own has anything to do
+		"""A session has started on it: a browser of ours now yields the CPU to the server's loop
+		(ChromiumProcess.yield_to_the_server)."""
+
 	async def browser_connection(self) -> Any:
 		"""A connection of our own to the browser of this session's pages (a ``CdpConnection``: the
 		caller closes it), and the session's browser context in it (None: the default context)."""
@@ -205,6 +209,7 @@ class BrowserProvider(ABC):
 					from browser_use_mcp import emulation
 
 					await emulation.install(session, options)
+				endpoint.started()
 			except BaseException as exc:
 				# browser-use first: ending the endpoint under a connect still running in its event
 				# bus makes it log a "FATAL" for a launch that was merely called off

@@ -42,6 +42,9 @@ class ProcessEndpoint(Endpoint):
 	def alive(self) -> bool:
 		return self.chromium.alive()
 
+	def started(self) -> None:
+		self.chromium.yield_to_the_server()
+
 	def death_detail(self) -> str:
 		return 'Chromium exited unexpectedly' + self.chromium.reason_suffix()
 

@@ -95,6 +95,10 @@ class ContextEndpoint(Endpoint):
 	def alive(self) -> bool:
 		return self.shard.alive()
 
+	def started(self) -> None:
+		if self.shard.chromium is not None:  # its first session has started: the shard's browser yields (once)
+			self.shard.chromium.yield_to_the_server()
+
 	def death_detail(self) -> str:
 		return self.shard.death_detail(self.provider.attach_url)
 

@@ -260,6 +260,9 @@ async def test_prewarm_hands_out_ready_contexts(raw: list[RawServer], tmp_path: 
 		({'BROWSER_USE_MCP_CONTEXTS_PER_BROWSER': 'many'}, 'BROWSER_USE_MCP_CONTEXTS_PER_BROWSER'),
 		({'BROWSER_USE_MCP_CDP_URL': 'localhost:9222'}, 'must be an http(s):// or ws(s):// URL'),
 		({'BROWSER_USE_MCP_SHARED_BROWSER_IDLE': '-1'}, 'shared browser idle time must be >= 0'),
+		({'BROWSER_USE_MCP_CHROMIUM_NICE': '20'}, 'chromium nice must be 0 to 19'),
+		({'BROWSER_USE_MCP_CHROMIUM_NICE': '-5'}, 'chromium nice must be 0 to 19'),
+		({'BROWSER_USE_MCP_CHROMIUM_NICE': 'low'}, 'BROWSER_USE_MCP_CHROMIUM_NICE'),
 	],
 )
 def test_nonsense_isolation_settings_stop_the_server_with_the_reason(env: dict[str, str], words: str) -> None:

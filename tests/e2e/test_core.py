@@ -7,6 +7,7 @@ fixture closes all sessions after each test, so a failure cannot leak browsers i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 
@@ -378,3 +379,34 @@ async def test_type_send_keys_evaluate_html_and_screenshot(mcp: Mcp, site: str) 
 	assert len(shot.images) == 1 and shot.images[0].mime_type == 'image/png'
 	with_shot = await mcp.ok('browser_get_state', session_id='misc', include_screenshot=True)
 	assert len(with_shot.images) == 1 and 'screenshot_dimensions' in with_shot.json()
+
+
+def _autogroup(pid: int) -> tuple[str, int]:
+	"""(group, niceness) of a process's scheduling autogroup, e.g. ('/autogroup-42', 10)."""
+	group, _, nice = Path(f'/proc/{pid}/autogroup').read_text().split()
+	return group, int(nice)
+
+
+async def test_a_busy_core_goes_to_the_server_before_its_browsers(mcp: Mcp, site: str) -> None:
+	"""Every process of a session's browser runs in an autogroup of its own at niceness 10
+	(processes.yield_to_the_server), so beside a heavy page the loop every session shares is not
+	left waiting for a core; the server's own group is untouched. (A process's own niceness is not
+	checked: Chromium run as root raises some of its processes' priority itself.)"""
+	import os
+
+	from browser_use_mcp.processes import process_tree
+
+	if not Path('/proc/self/autogroup').exists():
+		pytest.skip('this kernel has no scheduling autogroups')
+	await mcp.ok('browser_navigate', session_id='below', url=f'{site}/two')
+	# crashpad's handlers start sessions of their own and sleep until a crash: not counted
+	tree = {p.pid for root in chromium_pids(mcp.browsers()) for p in process_tree(root) if 'crashpad' not in p.name()}
+	assert len(tree) >= 2, tree  # the browser and at least its renderer
+	groups = {}
+	for pid in tree:
+		with contextlib.suppress(FileNotFoundError):  # a helper that ended meanwhile
+			groups[pid] = _autogroup(pid)
+	server = _autogroup(mcp.pid)
+	assert {nice for _, nice in groups.values()} == {10}, groups
+	assert server[0] not in {group for group, _ in groups.values()}
+	assert server[1] == _autogroup(os.getpid())[1], 'the server lowered its own group'
