@@ -39,10 +39,8 @@ def base_env(home: Path, **extra: str) -> dict[str, str]:
 	env.pop('BROWSER_USE_MCP_STATE_DIR')
 	env.pop('BROWSER_USE_MCP_LOG_LEVEL')
 	env['BROWSER_USE_PROXY_URL'] = 'http://127.0.0.1:9'  # upstream reads its proxy from here
-	for name in (
-		'BROWSER_USE_MCP_CHROMIUM',
-		'BROWSER_USE_MCP_CHROMIUM_NICE',
-	):  # the Chromium (and its priority) the benchmark was given
+	# our servers run the Chromium the benchmark was given, at the priority it was given
+	for name in ('BROWSER_USE_MCP_CHROMIUM', 'BROWSER_USE_MCP_CHROMIUM_NICE'):
 		if os.environ.get(name):
 			env[name] = os.environ[name]
 	env.update(extra)

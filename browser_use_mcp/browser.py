@@ -225,7 +225,7 @@ def parent_death_signal_supported() -> bool:
 	return sys.platform.startswith('linux')
 
 
-def configure_launch(parent_death_signal: bool, sidecar: Any, nice: int = 10) -> None:
+def configure_launch(parent_death_signal: bool, sidecar: Any, nice: int) -> None:
 	"""How browsers are tied to the server's life (parent-death signal and/or the sidecar) and
 	how far below the server's their CPU priority is."""
 	global PARENT_DEATH_SIGNAL, SIDECAR, CHROMIUM_NICE

@@ -108,6 +108,12 @@ class Mcp:
 		return owned_processes(self.pid)
 
 
+def autogroup(pid: int) -> tuple[str, int]:
+	"""(group, niceness) of a process's scheduling autogroup (Linux), e.g. ('/autogroup-42', 10)."""
+	group, _, nice = Path(f'/proc/{pid}/autogroup').read_text().split()
+	return group, int(nice)
+
+
 def chromium_pids(pids: set[int]) -> set[int]:
 	out = set()
 	for pid in pids:

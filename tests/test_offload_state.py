@@ -284,7 +284,7 @@ def test_the_worker_leaves_with_a_killed_server(tmp_path: Path) -> None:
 
 	import psutil
 
-	from harness.servers import REPO, wait_until
+	from harness.servers import REPO, autogroup, wait_until
 
 	script = tmp_path / 'unguarded.py'
 	script.write_text(
@@ -305,8 +305,7 @@ def test_the_worker_leaves_with_a_killed_server(tmp_path: Path) -> None:
 		assert os.getsid(worker) == worker
 		assert psutil.Process(worker).nice() == offload_state.WORKER_NICE
 		if os.path.exists('/proc/self/autogroup'):
-			with open(f'/proc/{worker}/autogroup') as group:
-				assert int(group.read().split()[-1]) == offload_state.WORKER_NICE
+			assert autogroup(worker)[1] == offload_state.WORKER_NICE
 	finally:
 		server.send_signal(signal.SIGKILL)
 		server.wait()

@@ -13,7 +13,7 @@ import pytest
 
 from browser_use_mcp import processes, sidecar
 from browser_use_mcp.processes import OWNER_ENV, find_spawned_server, is_sidecar, owned_processes, stop_server
-from harness.servers import wait_until
+from harness.servers import autogroup, wait_until
 
 
 def _unused_pid() -> int:
@@ -71,19 +71,15 @@ def test_yielding_to_the_server_lowers_only_a_session_leaders_autogroup(own_sess
 	caller's: lowering it would lower the server); 0 changes nothing."""
 	from browser_use_mcp.processes import yield_to_the_server
 
-	def group_nice(pid: int) -> int:
-		with open(f'/proc/{pid}/autogroup') as group:
-			return int(group.read().split()[-1])
-
-	mine = group_nice(os.getpid())
+	mine = autogroup(os.getpid())[1]
 	sleeper = [sys.executable, '-c', 'import time; time.sleep(30)']
 	# a group leader either way (what setpriority's PRIO_PGRP is given), in a session of its own or ours
 	child = subprocess.Popen(sleeper, start_new_session=True) if own_session else subprocess.Popen(sleeper, process_group=0)
 	try:
 		yield_to_the_server(nice, leader=child.pid)
 		assert psutil.Process(child.pid).nice() == os.getpriority(os.PRIO_PROCESS, 0) + nice
-		assert group_nice(child.pid) == (nice if own_session else mine)
-		assert group_nice(os.getpid()) == mine
+		assert autogroup(child.pid)[1] == (nice if own_session else mine)
+		assert autogroup(os.getpid())[1] == mine
 	finally:
 		child.kill()
 		child.wait()

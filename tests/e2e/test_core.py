@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_SWITCH, session_digest
-from harness.servers import TEST_CHROMIUM_ARGS, Mcp, chromium_pids, wait_until
+from harness.servers import TEST_CHROMIUM_ARGS, Mcp, autogroup, chromium_pids, wait_until
 from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()  # every test here runs with a Chromium per session and with contexts
@@ -381,12 +381,6 @@ async def test_type_send_keys_evaluate_html_and_screenshot(mcp: Mcp, site: str) 
 	assert len(with_shot.images) == 1 and 'screenshot_dimensions' in with_shot.json()
 
 
-def _autogroup(pid: int) -> tuple[str, int]:
-	"""(group, niceness) of a process's scheduling autogroup, e.g. ('/autogroup-42', 10)."""
-	group, _, nice = Path(f'/proc/{pid}/autogroup').read_text().split()
-	return group, int(nice)
-
-
 async def test_a_busy_core_goes_to_the_server_before_its_browsers(mcp: Mcp, site: str) -> None:
 	"""Every process of a session's browser runs in an autogroup of its own at niceness 10
 	(processes.yield_to_the_server), so beside a heavy page the loop every session shares is not
@@ -405,8 +399,8 @@ async def test_a_busy_core_goes_to_the_server_before_its_browsers(mcp: Mcp, site
 	groups = {}
 	for pid in tree:
 		with contextlib.suppress(FileNotFoundError):  # a helper that ended meanwhile
-			groups[pid] = _autogroup(pid)
-	server = _autogroup(mcp.pid)
+			groups[pid] = autogroup(pid)
+	server = autogroup(mcp.pid)
 	assert {nice for _, nice in groups.values()} == {10}, groups
 	assert server[0] not in {group for group, _ in groups.values()}
-	assert server[1] == _autogroup(os.getpid())[1], 'the server lowered its own group'
+	assert server[1] == autogroup(os.getpid())[1], 'the server lowered its own group'
