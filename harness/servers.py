@@ -109,8 +109,14 @@ class Mcp:
 
 
 def autogroup(pid: int) -> tuple[str, int]:
-	"""(group, niceness) of a process's scheduling autogroup (Linux), e.g. ('/autogroup-42', 10)."""
-	group, _, nice = Path(f'/proc/{pid}/autogroup').read_text().split()
+	"""(group, niceness) of a process's scheduling autogroup (Linux), e.g. ('/autogroup-42', 10).
+	A process that no ancestor moved to a session of its own (setsid) is in the kernel's default
+	group, whose file reads empty and whose niceness is always 0: ('/', 0), as for PID 1 in a
+	container, and for whatever a CI runner starts without setsid."""
+	text = Path(f'/proc/{pid}/autogroup').read_text().split()
+	if not text:
+		return '/', 0
+	group, _, nice = text
 	return group, int(nice)
 
 

@@ -147,5 +147,9 @@ async def test_replay_renders_in_a_real_browser(server: HttpServer, site: str, t
 			assert await person.js("document.querySelectorAll('table.rows tbody tr').length") >= 3
 			assert await person.js("document.querySelector('img[src=x]') === null"), 'console text became markup'
 			assert await person.js("[...document.querySelectorAll('td')].some(td => td.textContent.includes('onerror'))")
-			assert await person.js("[...document.querySelectorAll('.timeline img')].every(i => i.complete && i.naturalWidth > 0)")
+			# the screenshots load lazily and on their own time: bring each into view, then wait for all
+			shots = "[...document.querySelectorAll('.timeline img')]"
+			assert await person.js(f'{shots}.length') >= 2
+			await person.wait(f'({shots}.forEach(i => i.scrollIntoView()), {shots}.every(i => i.complete && i.naturalWidth > 0))')
+			await person.js('window.scrollTo(0, 0)')
 			await person.screenshot(SHOTS / 'replay.png' if SHOTS else tmp_path_factory.mktemp('replay-shot') / 'replay.png')
