@@ -106,6 +106,9 @@ class Channel:
 		self.session_id = session_id  # its browser session: messages without a sessionId are its own
 		self._queue: asyncio.Queue[str | None] = asyncio.Queue()
 		self._attaching: set[tuple[str | None, Any]] = set()  # (session, id) of its attach commands
+		# ids of the commands sent on each of its page sessions and not answered yet: Chromium never
+		# answers them once that session detaches (its tab closed), so they are answered then, below
+		self._in_flight: dict[str, set[int]] = {}
 		self.closed = False
 
 	async def send(self, text: str) -> None:
@@ -113,6 +116,7 @@ class Channel:
 			raise PipeClosed('the browser connection is closed')
 		tail = _CLIENT_SESSION_TAIL.search(text, max(0, len(text) - 80))
 		if tail is not None and self.mux.owners.get(tail.group(1)) is self and '"Target.attachTo' not in text:
+			self._sent_on(tail.group(1), _leading_id(text) if text.startswith('{"id":') else None)
 			self.mux.write(text)  # a command on one of its own page sessions (cdp-use puts sessionId last)
 			return
 		message = json.loads(text)
@@ -133,7 +137,21 @@ class Channel:
 			return
 		if message.get('method') in _ATTACH_METHODS:
 			self._attaching.add((session, message.get('id')))
+		if session is not None and isinstance(message.get('id'), int):
+			self._sent_on(session, message['id'])
 		self.mux.write(json.dumps(message))
+
+	def _sent_on(self, session: str, message_id: int | None) -> None:
+		if message_id is not None:
+			self._in_flight.setdefault(session, set()).add(message_id)
+
+	def session_gone(self, session: str) -> None:
+		"""``session`` detached: its commands still unanswered get the error Chromium gives a command
+		sent to a session that no longer exists, instead of leaving their callers waiting for the
+		CDP timeout (a tab that closed itself, or was closed, mid-call)."""
+		for message_id in sorted(self._in_flight.pop(session, ())):
+			error = {'code': -32001, 'message': 'Session with given id not found.'}
+			self.deliver(json.dumps({'id': message_id, 'error': error, 'sessionId': session}))
 
 	def deliver(self, text: str) -> None:
 		if not self.closed:
@@ -141,6 +159,12 @@ class Channel:
 
 	def received(self, session: str, text: str) -> str:
 		"""A message of one of its sessions, as the client sees it (its browser session's id removed)."""
+		if text.startswith('{"id":'):
+			waiting = self._in_flight.get(session)
+			if waiting is not None:
+				waiting.discard(_leading_id(text))  # type: ignore[arg-type]
+				if not waiting:
+					del self._in_flight[session]
 		if self._attaching and text.startswith('{"id":'):
 			key = (None if session == self.session_id else session, _leading_id(text))
 			if key in self._attaching:
@@ -291,6 +315,9 @@ class PipeMux:
 			child = (json.loads(text).get('params') or {}).get('sessionId')
 			if child and child != channel.session_id:
 				self.owners.pop(child, None)
+				channel.deliver(channel.received(session, text))
+				channel.session_gone(child)
+				return
 		channel.deliver(channel.received(session, text))
 
 	def _root(self, message: dict[str, Any]) -> None:
@@ -300,6 +327,8 @@ class PipeMux:
 			if channel is not None:
 				if session == channel.session_id:
 					del message['sessionId']
+				elif isinstance(message.get('id'), int) and session in channel._in_flight:
+					channel._in_flight[session].discard(message['id'])
 				channel.deliver(json.dumps(message))
 			return
 		future = self._pending.get(message.get('id', -1))

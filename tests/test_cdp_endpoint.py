@@ -279,3 +279,62 @@ def test_the_pipe_reader_splits_messages_wherever_the_reads_end() -> None:
 			reader.data_received(stream[at : at + size])
 		assert mux.routed == [m.decode() for m in messages if not m.startswith(b'{"id":7,')], size
 		assert mux.taken == [b'{"id":7,"result":{}}'] and reader.parts == [], size
+
+
+async def test_a_command_in_flight_when_its_tab_closes_is_answered_not_left_waiting() -> None:
+	"""Chromium never answers the commands still pending on a session when it detaches (the tab
+	closed itself, or was closed): the channel answers each with the error Chromium gives a command
+	to a session that is gone, so a caller gets an error at once instead of waiting out the CDP
+	timeout (60 s: a browser_get_state that hung after the focused tab closed)."""
+	with tempfile.TemporaryDirectory() as tmp:
+		profile = Path(tmp)
+		args = ['--headless=new', '--no-sandbox', f'--user-data-dir={profile}', '--proxy-server=http://127.0.0.1:9']
+		chromium = await ChromiumProcess.launch(find_chromium() or '', args, profile, Owner.current())
+		try:
+			channel = await chromium.cdp.open_channel()
+			replies: dict[int, dict[str, Any]] = {}
+			events: list[dict[str, Any]] = []
+
+			async def read() -> None:
+				async for text in channel:
+					message = json.loads(text)
+					if 'id' in message:
+						replies[message['id']] = message
+					else:
+						events.append(message)
+
+			reader = asyncio.ensure_future(read())
+
+			async def reply(message_id: int) -> dict[str, Any]:
+				for _ in range(200):
+					if message_id in replies:
+						return replies.pop(message_id)
+					await asyncio.sleep(0.025)
+				raise AssertionError(f'no answer to {message_id} within 5 s')
+
+			await channel.send(json.dumps({'id': 1, 'method': 'Target.createTarget', 'params': {'url': 'about:blank'}}))
+			target = (await reply(1))['result']['targetId']
+			await channel.send(
+				json.dumps({'id': 2, 'method': 'Target.attachToTarget', 'params': {'targetId': target, 'flatten': True}})
+			)
+			session = (await reply(2))['result']['sessionId']
+			# as cdp-use writes them: the session id last (the channel's fast path), and one the slow way
+			never = {'expression': 'new Promise(() => {})', 'awaitPromise': True}
+			await channel.send(json.dumps({'id': 3, 'method': 'Runtime.evaluate', 'params': never, 'sessionId': session}))
+			await channel.send(json.dumps({'sessionId': session, 'id': 4, 'method': 'Runtime.evaluate', 'params': never}))
+			await channel.send(
+				json.dumps({'id': 5, 'method': 'Runtime.evaluate', 'params': {'expression': '6*7'}, 'sessionId': session})
+			)
+			assert (await reply(5))['result']['result']['value'] == 42
+			await asyncio.sleep(0.1)
+			assert 3 not in replies and 4 not in replies  # still waiting on the live tab
+			await channel.send(json.dumps({'id': 6, 'method': 'Target.closeTarget', 'params': {'targetId': target}}))
+			for pending in (3, 4):
+				answer = await reply(pending)
+				assert answer['error']['code'] == -32001 and answer['sessionId'] == session, answer
+			assert any(e.get('method') == 'Target.detachedFromTarget' for e in events)
+			assert channel._in_flight == {}, 'answered commands are forgotten'
+			reader.cancel()
+			await channel.close()
+		finally:
+			await chromium.kill()
