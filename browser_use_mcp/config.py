@@ -119,6 +119,8 @@ class ServerConfig:
 	orderly_http_shutdown: bool = True  # HTTP: the server, not uvicorn, handles SIGTERM/SIGINT
 	cached_result_types: bool = True  # bubus builds one pydantic adapter per event result type, not one per event
 	fast_dom_capture: bool = True  # browser-use reads the page's trees in one round of CDP requests
+	local_cdp: bool = True  # browser-use's CDP connection to our own endpoint is made in process, not over a socket
+	lean_cdp_calls: bool = True  # a CDP request is capped on its caller's task, not in a task of its own
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
 	early_page_info: bool = True  # browser_get_state reads the page info while the page's trees are read
 	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
@@ -247,6 +249,8 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'orderly_http_shutdown': (f'{ENV_PREFIX}ORDERLY_HTTP_SHUTDOWN', _truthy),
 	'cached_result_types': (f'{ENV_PREFIX}CACHED_RESULT_TYPES', _truthy),
 	'fast_dom_capture': (f'{ENV_PREFIX}FAST_DOM_CAPTURE', _truthy),
+	'local_cdp': (f'{ENV_PREFIX}LOCAL_CDP', _truthy),
+	'lean_cdp_calls': (f'{ENV_PREFIX}LEAN_CDP_CALLS', _truthy),
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
 	'early_page_info': (f'{ENV_PREFIX}EARLY_PAGE_INFO', _truthy),
 	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),

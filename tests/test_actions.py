@@ -235,6 +235,17 @@ async def test_typing_into_date_fields_sets_their_iso_value_or_says_the_form(mcp
 	assert await js(mcp, 'document.getElementById("text").value') == ''
 
 
+async def files_read(mcp: Mcp, count: int) -> Any:
+	"""The page's ``window.got`` once it holds ``count`` files (at most 5 s): its change handler
+	reads each file's text asynchronously, after the change event the tool caused."""
+	wait = f"""new Promise(done => {{
+		const started = Date.now();
+		const check = () => (window.got.length >= {count} || Date.now() - started > 5000) ? done(window.got) : setTimeout(check, 20);
+		check();
+	}})"""
+	return await js(mcp, wait)
+
+
 async def upload(mcp: Mcp, **arguments: Any) -> Result:
 	"""browser_upload_file (its argument ``name`` is also the name of Mcp.call's first parameter)."""
 	raw = await mcp.client.call_tool('browser_upload_file', {'session_id': SID, **arguments}, read_timeout_seconds=60)
@@ -250,12 +261,12 @@ async def test_upload_sends_inline_content_and_files_of_the_session_only(mcp: Mc
 	content = base64.b64encode(b'hello upload').decode()
 	done = await upload(mcp, index=field, content_base64=content, name='note.txt')
 	assert not done.is_error and 'note.txt' in done.text, done.text
-	assert await js(mcp, 'window.got') == [['f', 'note.txt', 'hello upload']]
+	assert await files_read(mcp, 1) == [['f', 'note.txt', 'hello upload']]
 	# the file it saved is in the session's files directory: chosen again by its path, through the label
 	label = index_of(state, 'Attach')
 	again = await upload(mcp, index=label, path='uploads/note.txt')
 	assert not again.is_error, again.text
-	assert await js(mcp, 'window.got.length && window.got[1]') == ['hidden', 'note.txt', 'hello upload']
+	assert (await files_read(mcp, 2))[1] == ['hidden', 'note.txt', 'hello upload']
 	for arguments, words in [
 		({'index': field, 'path': '../../etc/passwd'}, ['path', 'outside']),
 		({'index': field, 'path': '/etc/passwd'}, ['path', 'outside']),

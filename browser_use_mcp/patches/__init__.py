@@ -54,6 +54,8 @@ PATCH_MODULES = (
 	'uvicorn_signals',
 	'result_adapters',
 	'dom_capture',
+	'local_cdp',
+	'cdp_calls',
 	'direct_state',
 	'early_page_info',
 	'paint_order_index',

@@ -18,7 +18,11 @@ accessibility tree and the same iframe limit. A renderer answers one session's r
 order they were sent, so on a page that is not changing the answers are identical; on a page that
 is changing, the listener scan and the snapshot are now microseconds apart instead of
 milliseconds. The listener scan's remote objects are released as one object group, without
-waiting for the answer.
+waiting for the answer. The scan's evaluation asks for Chromium's deep serialization of its
+array (made for WebDriver BiDi), whose elements carry their ``backendNodeId``: the ids come in
+that one answer, where browser-use asks for the array's properties and then describes each
+element (two more round trips on the state's path, more with many listeners). A browser whose
+answer lacks an id for every element is asked the old way.
 
 Second, while ``DomService.get_dom_tree`` builds its tree, ``get_or_create_cdp_session(target,
 focus=False)`` answers from what it answered first for that target in the same build. The
@@ -96,16 +100,45 @@ def listener_script(limit: int, overflow: str) -> str:
 }})()"""
 
 
+# The array's elements serialized with their backendNodeId (Chromium's deep serialization, made
+# for WebDriver BiDi): the ids come in the evaluation's own answer, with no further round trip.
+DEEP_NODES = {'serialization': 'deep', 'maxDepth': 1, 'additionalParameters': {'maxNodeDepth': 0, 'includeShadowTree': 'none'}}
+
+
+def backend_ids(value: Any) -> set[int] | None:
+	"""The backendNodeIds of a deep-serialized array of elements; None when the answer does not
+	carry every one of them (a browser without deep serialization): then they are asked for."""
+	if not isinstance(value, dict) or value.get('type') != 'array' or not isinstance(value.get('value'), list):
+		return None
+	found = set()
+	for item in value['value']:
+		node = item.get('value') if isinstance(item, dict) and item.get('type') == 'node' else None
+		backend_id = node.get('backendNodeId') if isinstance(node, dict) else None
+		if not isinstance(backend_id, int):
+			return None
+		found.add(backend_id)
+	return found
+
+
 async def click_listener_ids(client: Any, session_id: str, script: str, batch: int) -> set[int]:
 	"""backendNodeIds of the elements ``script`` finds; empty when anything fails (as upstream)."""
 	group = f'browser_use_mcp_listeners_{next(_groups)}'
 	send = client.send
 	try:
-		params = {'expression': script, 'includeCommandLineAPI': True, 'returnByValue': False, 'objectGroup': group}
+		params = {
+			'expression': script,
+			'includeCommandLineAPI': True,
+			'returnByValue': False,
+			'objectGroup': group,
+			'serializationOptions': DEEP_NODES,
+		}
 		evaluated = await send.Runtime.evaluate(params=params, session_id=session_id)
 		array_id = (evaluated.get('result') or {}).get('objectId')
 		if not array_id:
 			return set()
+		direct = backend_ids(evaluated['result'].get('deepSerializedValue'))
+		if direct is not None:
+			return direct
 		listed = await send.Runtime.getProperties(params={'objectId': array_id, 'ownProperties': True}, session_id=session_id)
 		object_ids = [
 			prop['value']['objectId']
@@ -275,7 +308,8 @@ PATCH = Patch(
 	name='dom_capture',
 	title='page trees read in one round of CDP requests',
 	changes='``DomService._get_all_trees`` is replaced by one that sends the click-listener scan together with the '
-	'snapshot, DOM, accessibility and layout requests, and skips a ``readyState`` read and an iframe-scroll read whose '
+	"snapshot, DOM, accessibility and layout requests (its element ids in the evaluation's own answer, by deep "
+	'serialization), and skips a ``readyState`` read and an iframe-scroll read whose '
 	'answers browser-use does not use; during ``DomService.get_dom_tree``, '
 	'``BrowserSession.get_or_create_cdp_session(target, focus=False)`` answers from its first answer for that target.',
 	why='four sequential round trips before the tree requests cost ~4 ms of every browser_get_state on a small page, '

@@ -41,6 +41,7 @@ from websockets.http11 import Request, Response
 
 from browser_use_mcp import urls
 from browser_use_mcp.cdp_pipe import PipeMux
+from browser_use_mcp.providers import local_cdp
 from browser_use_mcp.tasks import current_scope
 
 logger = logging.getLogger('browser_use_mcp.providers.cdp_proxy')
@@ -360,6 +361,14 @@ def pipe_behind(cdp_url: str | None) -> PipeMux | None:
 	return mux if isinstance(mux, PipeMux) and not mux.closed else None
 
 
+def local_link(cdp_url: str | None) -> Link | None:
+	"""The link of ours behind a session's endpoint URL, for a connection made in process
+	(``local_cdp``); None for any other URL."""
+	if not cdp_url or not cdp_url.startswith('ws://127.0.0.1:') or PATH_PREFIX not in cdp_url:
+		return None
+	return _every_link.get(cdp_url.rsplit('/', 1)[-1])
+
+
 class ContextRouter:
 	"""The loopback websocket server every session's browser-use connects to, one secret path per
 	session. Nothing else is served: no HTTP discovery (/json/...), no page endpoints, and no
@@ -422,8 +431,9 @@ class ContextRouter:
 			logger.info('CDP connection ended: %s', exc)
 
 	async def close(self) -> None:
-		for token in self._links:
+		for token, link in self._links.items():
 			_every_link.pop(token, None)
+			local_cdp.close_link(link)
 		if self._server is not None:
 			self._server.close()
 			with contextlib.suppress(Exception):

@@ -1,0 +1,312 @@
+"""Fewer hops per CDP message (issue 24): browser-use reaches our endpoint in process
+(``patches.local_cdp``, ``providers.local_cdp``), a CDP request is capped without a task of its
+own (``patches.cdp_calls``), and a command pending on a tab that closes is answered at once
+(``cdp_pipe.Channel``).
+
+The unit half drives the in-memory ends and a real cdp-use client against links of ours; the
+Chromium half runs sessions in both isolation modes and counts what is actually sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.exceptions import ConnectionClosedOK, InvalidStatus
+from websockets.protocol import State
+
+from browser_use_mcp import patches
+from browser_use_mcp.catalog import Catalog
+from browser_use_mcp.config import ServerConfig
+from browser_use_mcp.errors import BrowserActionFailed
+from browser_use_mcp.patches import cdp_calls, local_cdp
+from browser_use_mcp.providers import cdp_proxy
+from browser_use_mcp.providers import local_cdp as ends
+from browser_use_mcp.sessions import SessionRegistry
+from browser_use_mcp.tools.base import Call
+from harness.servers import TEST_CHROMIUM_ARGS
+
+
+@pytest.fixture
+def hops_patched() -> Any:
+	"""local_cdp and cdp_calls active for the test; afterwards each as it was."""
+	chosen = (local_cdp.PATCH, cdp_calls.PATCH)
+	before = {p.name: patches.status_of(p) for p in chosen}
+	for patch in chosen:
+		patches.revert(patch)
+		assert patches.apply(patch, enabled=True).state == 'active', patches.status_of(patch)
+	yield
+	for patch in reversed(chosen):
+		patches.revert(patch)
+		if before[patch.name] is not None:
+			patches.apply(patch, enabled=before[patch.name].state != 'off')
+
+
+class Answering:
+	"""A link that answers every command with its method, and counts its connections."""
+
+	def __init__(self) -> None:
+		self.connections: list[Any] = []
+
+	async def serve(self, client: Any) -> None:
+		self.connections.append(client)
+		async for text in client:
+			message = json.loads(text)
+			await client.send(json.dumps({'id': message['id'], 'result': {'method': message['method']}}))
+
+
+# -- unit: the in-memory ends --------------------------------------------------------------------
+
+
+async def test_local_ends_carry_text_both_ways_and_a_close_ends_both() -> None:
+	client, link = ends.pair()
+	await client.send('one')
+	await client.send(b'two')
+	assert [await link.recv(), await link.recv()] == ['one', 'two']
+	reader = asyncio.ensure_future(client.recv())
+	await asyncio.sleep(0)
+	await link.send('three')
+	assert await reader == 'three'
+	assert client.state is State.OPEN
+	waiting = asyncio.ensure_future(link.recv())
+	await asyncio.sleep(0)
+	await client.close()
+	with pytest.raises(ConnectionClosedOK):
+		await waiting  # the other side's pending read ends, as after a websocket close
+	assert client.state is link.state is State.CLOSED
+	with pytest.raises(ConnectionClosedOK):
+		await link.send('too late')
+	assert [t async for t in link] == []
+
+
+async def test_a_link_is_served_in_process_until_either_side_closes() -> None:
+	router = cdp_proxy.ContextRouter()
+	await router.start()
+	try:
+		link = Answering()
+		url = router.add(link)
+		assert cdp_proxy.local_link(url) is link
+		assert cdp_proxy.local_link(url.replace('127.0.0.1', 'localhost')) is None
+		assert cdp_proxy.local_link(url[:-1]) is None and cdp_proxy.local_link(None) is None
+		before = ends.open_connections()
+		client = ends.connect(link)
+		await client.send(json.dumps({'id': 1, 'method': 'Target.getTargets'}))
+		assert json.loads(await client.recv()) == {'id': 1, 'result': {'method': 'Target.getTargets'}}
+		assert ends.open_connections() == before + 1
+		await client.close()
+		for _ in range(50):
+			if ends.open_connections() == before:
+				break
+			await asyncio.sleep(0.01)
+		assert ends.open_connections() == before, 'the link still serves a closed connection'
+		# the router closing ends the connections still open, as closing its server would
+		client = ends.connect(link)
+		await asyncio.sleep(0)
+		assert ends.open_connections() == before + 1
+	finally:
+		await router.close()
+	for _ in range(50):
+		if ends.open_connections() == before:
+			break
+		await asyncio.sleep(0.01)
+	assert ends.open_connections() == before
+	with pytest.raises(ConnectionClosedOK):
+		await client.recv()
+
+
+async def test_cdp_use_reaches_our_endpoint_in_process_and_any_other_url_over_the_network(hops_patched: None) -> None:
+	from cdp_use.client import CDPClient
+
+	router = cdp_proxy.ContextRouter()
+	await router.start()
+	try:
+		link = Answering()
+		url = router.add(link)
+		client = CDPClient(url)
+		await client.start()
+		try:
+			assert isinstance(client.ws, ends.LocalEnd)
+			assert await client.send_raw('Browser.getVersion') == {'method': 'Browser.getVersion'}
+			assert len(link.connections) == 1 and isinstance(link.connections[0], ends.LocalEnd)
+		finally:
+			await client.stop()
+		# a URL that is not one of our links goes to the network as before: our router refuses it there
+		stranger = CDPClient(url[:-2] + 'xx')
+		with pytest.raises(InvalidStatus):
+			await stranger.start()
+		assert len(link.connections) == 1
+	finally:
+		await router.close()
+
+
+# -- with Chromium ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope='module', params=['context', 'browser'])
+async def registry(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[SessionRegistry]:
+	config = ServerConfig(
+		state_dir=Path(tmp_path_factory.mktemp('hops')) / 'state',
+		idle_timeout=600,
+		chromium_args=TEST_CHROMIUM_ARGS,
+		headless=True,
+		isolation=request.param,
+		shared_browser_idle=0,
+	)
+	registry = SessionRegistry(config)
+	await registry.start()
+	try:
+		yield registry
+	finally:
+		await registry.shutdown()
+
+
+def _session(registry: SessionRegistry, session_id: str) -> Any:
+	return next(s for s in registry.sessions() if s.session_id == session_id)
+
+
+def _counting(client: Any, counts: collections.Counter[str]) -> Any:
+	"""Count every method ``client`` sends from now on; returns the undo."""
+	original = client.send_raw
+
+	async def send_raw(method: str, params: Any = None, session_id: str | None = None) -> Any:
+		counts[method] += 1
+		return await original(method, params, session_id)
+
+	client.send_raw = send_raw
+	return lambda: vars(client).pop('send_raw', None)
+
+
+async def test_a_sessions_browser_use_talks_to_its_browser_in_process(
+	registry: SessionRegistry, site: str, hops_patched: None
+) -> None:
+	catalog = Catalog(registry)
+	before = ends.open_connections()
+	await catalog.call('browser_navigate', {'session_id': 'inproc', 'url': f'{site}/two'}, Call())
+	state = _session(registry, 'inproc')
+	client = state.browser_session.cdp_client
+	assert isinstance(client.ws, ends.LocalEnd) and state.browser_session.is_cdp_connected
+	assert ends.open_connections() == before + 1
+	result = await catalog.call('browser_get_state', {'session_id': 'inproc'}, Call())
+	assert '/two' in json.loads(result.text)['url']
+	await catalog.call('browser_close_session', {'session_id': 'inproc'}, Call())
+	for _ in range(100):
+		if ends.open_connections() == before:
+			break
+		await asyncio.sleep(0.02)
+	assert ends.open_connections() == before, 'a closed session left its CDP connection served'
+
+
+async def test_a_cdp_request_is_capped_without_a_task_of_its_own(
+	registry: SessionRegistry, site: str, hops_patched: None
+) -> None:
+	catalog = Catalog(registry)
+	await catalog.call('browser_navigate', {'session_id': 'capped', 'url': f'{site}/'}, Call())
+	bs = _session(registry, 'capped').browser_session
+	client = bs.cdp_client
+	cdp = await bs.get_or_create_cdp_session(focus=False)
+	loop = asyncio.get_running_loop()
+	factory = loop.get_task_factory()
+	made: list[str] = []
+
+	def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+		made.append(getattr(coro, '__qualname__', repr(coro)))
+		return factory(loop, coro, **kwargs) if factory is not None else asyncio.Task(coro, loop=loop, **kwargs)
+
+	loop.set_task_factory(counting)
+	try:
+		for i in range(10):
+			answer = await client.send.Runtime.evaluate(
+				params={'expression': f'{i} + 1', 'returnByValue': True}, session_id=cdp.session_id
+			)
+			assert answer['result']['value'] == i + 1
+	finally:
+		loop.set_task_factory(factory)
+	assert made == [], f'tasks were made per request: {made[:3]}'
+	# the cap still holds: a request with no answer ends in TimeoutError, and the client goes on
+	saved = client._cdp_request_timeout_s
+	client._cdp_request_timeout_s = 0.3
+	try:
+		with pytest.raises(TimeoutError, match='Runtime.evaluate'):
+			await client.send.Runtime.evaluate(
+				params={'expression': 'new Promise(() => {})', 'awaitPromise': True}, session_id=cdp.session_id
+			)
+	finally:
+		client._cdp_request_timeout_s = saved
+	answer = await client.send.Runtime.evaluate(params={'expression': '2 + 2', 'returnByValue': True}, session_id=cdp.session_id)
+	assert answer['result']['value'] == 4
+	await catalog.call('browser_close_session', {'session_id': 'capped'}, Call())
+
+
+async def test_the_focused_tab_closed_behind_browser_uses_back_is_left_at_once(registry: SessionRegistry, site: str) -> None:
+	"""The session's focused tab closed by someone else (the page itself, another client) while
+	another tab is open: the next call works on that tab. Until the channel answered the commands
+	Chromium drops on a detached session, the state's first read of the closed tab waited out the
+	60 s CDP timeout."""
+	catalog = Catalog(registry)
+	await catalog.call('browser_navigate', {'session_id': 'focus', 'url': f'{site}/'}, Call())
+	bs = _session(registry, 'focus').browser_session
+	for round_ in range(3):
+		kept = (await bs.cdp_client.send.Target.createTarget(params={'url': f'{site}/two'}))['targetId']
+		for _ in range(100):
+			if await bs.session_manager.is_target_valid(kept):
+				break
+			await asyncio.sleep(0.02)
+		await bs.cdp_client.send.Target.closeTarget(params={'targetId': bs.agent_focus_target_id})
+		# read while the tab is closing: its state, or an error saying so; either way at once
+		with contextlib.suppress(BrowserActionFailed):
+			await asyncio.wait_for(catalog.call('browser_get_state', {'session_id': 'focus'}, Call()), 20)
+		reply = await asyncio.wait_for(catalog.call('browser_get_state', {'session_id': 'focus'}, Call()), 20)
+		result = json.loads(reply.text)
+		assert '/two' in result['url'], (round_, result['url'])
+		assert bs.agent_focus_target_id == kept
+	await catalog.call('browser_close_session', {'session_id': 'focus'}, Call())
+
+
+def test_deep_serialized_elements_give_their_backend_ids_or_none() -> None:
+	from browser_use_mcp.patches.dom_capture import backend_ids
+
+	def node(backend_id: Any) -> dict[str, Any]:
+		return {'type': 'node', 'value': {'nodeType': 1, 'localName': 'div', 'backendNodeId': backend_id}}
+
+	assert backend_ids({'type': 'array', 'value': [node(4), node(9)]}) == {4, 9}
+	assert backend_ids({'type': 'array', 'value': []}) == set()
+	# anything short of an id for every element: asked for the old way
+	assert backend_ids({'type': 'array', 'value': [node(4), node(None)]}) is None
+	assert backend_ids({'type': 'array', 'value': [node(4), {'type': 'object', 'value': []}]}) is None
+	assert backend_ids({'type': 'string', 'value': 'overflow'}) is None
+	assert backend_ids(None) is None
+
+
+async def test_the_listener_scan_answers_in_one_evaluation_what_the_round_trips_answered(
+	registry: SessionRegistry, site: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+	"""The elements with click-like listeners, found by one evaluation whose answer carries their
+	backendNodeIds, are the ones found by asking for each element (the previous way, still the
+	fallback): the same ids, and no DOM.describeNode or Runtime.getProperties sent."""
+	from browser_use.dom import service as module
+
+	from browser_use_mcp.patches import dom_capture
+
+	catalog = Catalog(registry)
+	await catalog.call('browser_navigate', {'session_id': 'listeners', 'url': f'{site}/rich'}, Call())
+	bs = _session(registry, 'listeners').browser_session
+	cdp = await bs.get_or_create_cdp_session(focus=False)
+	script = dom_capture.listener_script(module._MAX_JS_CLICK_LISTENER_ELEMENTS, module._JS_CLICK_LISTENER_OVERFLOW)
+	counts: collections.Counter[str] = collections.Counter()
+	undo = _counting(bs.cdp_client, counts)
+	try:
+		direct = await dom_capture.click_listener_ids(bs.cdp_client, cdp.session_id, script, module._DESCRIBE_NODE_BATCH_SIZE)
+		assert counts['Runtime.evaluate'] == 1 and counts['DOM.describeNode'] == counts['Runtime.getProperties'] == 0
+		monkeypatch.setattr(dom_capture, 'backend_ids', lambda _value: None)
+		asked = await dom_capture.click_listener_ids(bs.cdp_client, cdp.session_id, script, module._DESCRIBE_NODE_BATCH_SIZE)
+		assert counts['DOM.describeNode'] >= 2
+	finally:
+		undo()
+	assert len(direct) >= 2 and direct == asked
+	await catalog.call('browser_close_session', {'session_id': 'listeners'}, Call())
