@@ -310,3 +310,23 @@ async def test_the_listener_scan_answers_in_one_evaluation_what_the_round_trips_
 		undo()
 	assert len(direct) >= 2 and direct == asked
 	await catalog.call('browser_close_session', {'session_id': 'listeners'}, Call())
+
+
+async def test_a_state_reads_its_frames_once(registry: SessionRegistry, site: str) -> None:
+	"""The frame tree read to tell which document a state is of also names the frames whose
+	accessibility trees the state reads: one Page.getFrameTree per state, and the iframe's
+	elements are still there with their accessible names."""
+	catalog = Catalog(registry)
+	await catalog.call('browser_navigate', {'session_id': 'frames', 'url': f'{site}/rich'}, Call())
+	bs = _session(registry, 'frames').browser_session
+	await catalog.call('browser_get_state', {'session_id': 'frames'}, Call())  # warm
+	counts: collections.Counter[str] = collections.Counter()
+	undo = _counting(bs.cdp_client, counts)
+	try:
+		result = json.loads((await catalog.call('browser_get_state', {'session_id': 'frames'}, Call())).text)
+	finally:
+		undo()
+	assert counts['Page.getFrameTree'] == 1, counts
+	assert counts['Accessibility.getFullAXTree'] + counts['DOM.getDocument'] == 0, 'the large answers come from the pipe'
+	assert 'Inner count' in json.dumps(result['interactive_elements']), 'the iframe was read'
+	await catalog.call('browser_close_session', {'session_id': 'frames'}, Call())

@@ -99,15 +99,25 @@ _saved = Saved()
 _ids = itertools.count(FIRST_ID)
 _raw_ids: set[int] = set()
 _compact: contextvars.ContextVar[bool] = contextvars.ContextVar('browser_use_mcp_compact_state', default=False)
+# (CDP session id, Page.getFrameTree answer) the caller read just before the state
+_frames: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = contextvars.ContextVar(
+	'browser_use_mcp_known_frames', default=None
+)
 
 
 @contextlib.contextmanager
-def compact_state() -> Iterator[None]:
-	"""Within this block, page states may be built off the loop (``browser_get_state``'s own)."""
+def compact_state(frames: tuple[str | None, dict[str, Any] | None] = (None, None)) -> Iterator[None]:
+	"""Within this block, page states may be built off the loop (``browser_get_state``'s own).
+	``frames``: the frame tree of a CDP session that the caller has just read (to tell which
+	document the state is of); the accessibility read of that session's state takes its frames
+	from it instead of asking again, one round trip fewer on the state's path."""
+	session_id, tree = frames
 	token = _compact.set(True)
+	known = _frames.set((session_id, tree) if session_id and isinstance(tree, dict) and 'frameTree' in tree else None)
 	try:
 		yield
 	finally:
+		_frames.reset(known)
 		_compact.reset(token)
 
 
@@ -643,7 +653,11 @@ async def read_trees(service: Any, target_id: str) -> _Trees:
 	snapshot_params = snapshot_request()
 
 	async def ax_trees() -> list[Any]:
-		frame_tree = await client.send.Page.getFrameTree(session_id=session_id)
+		known = _frames.get()
+		if known is not None and known[0] == session_id:
+			frame_tree = known[1]  # read a moment ago, to tell the document: its frames are these
+		else:
+			frame_tree = await client.send.Page.getFrameTree(session_id=session_id)
 
 		def frame_ids(node: dict[str, Any]) -> list[str]:
 			ids = [node['frame']['id']]

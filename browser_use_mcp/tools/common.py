@@ -101,13 +101,20 @@ ATTACHED = 'function() { return this.isConnected && this.ownerDocument.defaultVi
 async def document_id(state: SessionState) -> tuple[str | None, str | None]:
 	"""The focused tab and the loaderId of its main frame's document. A reload or a cross-document
 	navigation brings a new loaderId; a same-document one (history.pushState, a #fragment) keeps it."""
+	target_id, loader_id, _frames = await read_document(state)
+	return target_id, loader_id
+
+
+async def read_document(state: SessionState) -> tuple[str | None, str | None, tuple[str | None, Any]]:
+	"""``document_id``, and the frame tree it was read from with its CDP session's id (a page state
+	reads its frames from it)."""
 	try:
 		cdp = await cdp_page(state)
 		tree = await cdp.cdp_client.send.Page.getFrameTree(session_id=cdp.session_id)
-		return cdp.target_id, tree['frameTree']['frame']['loaderId']
+		return cdp.target_id, tree['frameTree']['frame']['loaderId'], (cdp.session_id, tree)
 	except Exception as exc:  # e.g. the tab is gone or between documents: no index is trusted
 		logger.info('could not identify the current document: %s', _first_line(exc))
-		return state.browser_session.agent_focus_target_id, None
+		return state.browser_session.agent_focus_target_id, None, (None, None)
 
 
 async def is_attached(state: SessionState, node: Any) -> bool:
@@ -283,13 +290,14 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 		blocking = held.pending.get((await cdp_page(state)).session_id)
 		if blocking is not None:  # its page runs no script until it is answered: nothing to capture
 			return Reply(as_json({'url': blocking.url, 'dialog': blocking.describe(), 'interactive_elements': []}))
-	target_id, loader_id = await document_id(state)
+	target_id, loader_id, frames = await read_document(state)
 	# The titles are read while browser-use captures the DOM (their round trips overlap its own);
 	# they are only shown, never part of the epoch.
 	titles_read = asyncio.gather(tab_titles(state), current_title(state))
 	try:
-		# only the selector map is used: it may be built off the loop; the page info is read beside the trees
-		with offload_state.compact_state(), early_page_info.requested():
+		# only the selector map is used: it may be built off the loop; the page info is read beside the
+		# trees; the frames to read the accessibility trees of are the ones just read
+		with offload_state.compact_state(frames), early_page_info.requested():
 			summary = await direct_state.request_state(bs, include_screenshot)
 	except BaseException:
 		titles_read.cancel()
