@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,3 +23,26 @@ def isolation_modes(*modes: str) -> Any:
 		servers.ISOLATION = previous
 
 	return isolation
+
+
+@contextlib.asynccontextmanager
+async def in_process_registry(state_dir: Path, isolation: str, **options: Any) -> AsyncIterator[Any]:
+	"""A started ``SessionRegistry`` in this process (headless, the test Chromium flags, an empty
+	shared Chromium closed at once), shut down afterwards with every browser it started."""
+	from browser_use_mcp.config import ServerConfig
+	from browser_use_mcp.sessions import SessionRegistry
+
+	config = ServerConfig(
+		state_dir=state_dir,
+		chromium_args=servers.TEST_CHROMIUM_ARGS,
+		headless=True,
+		isolation=isolation,
+		shared_browser_idle=0,
+		**options,
+	)
+	registry = SessionRegistry(config)
+	await registry.start()
+	try:
+		yield registry
+	finally:
+		await registry.shutdown()

@@ -23,14 +23,13 @@ from websockets.protocol import State
 
 from browser_use_mcp import patches
 from browser_use_mcp.catalog import Catalog
-from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.errors import BrowserActionFailed
 from browser_use_mcp.patches import cdp_calls, local_cdp
 from browser_use_mcp.providers import cdp_proxy
 from browser_use_mcp.providers import local_cdp as ends
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Call
-from harness.servers import TEST_CHROMIUM_ARGS
+from tests.fixtures import in_process_registry
 
 
 @pytest.fixture
@@ -150,20 +149,8 @@ async def test_cdp_use_reaches_our_endpoint_in_process_and_any_other_url_over_th
 
 @pytest.fixture(scope='module', params=['context', 'browser'])
 async def registry(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[SessionRegistry]:
-	config = ServerConfig(
-		state_dir=Path(tmp_path_factory.mktemp('hops')) / 'state',
-		idle_timeout=600,
-		chromium_args=TEST_CHROMIUM_ARGS,
-		headless=True,
-		isolation=request.param,
-		shared_browser_idle=0,
-	)
-	registry = SessionRegistry(config)
-	await registry.start()
-	try:
+	async with in_process_registry(Path(tmp_path_factory.mktemp('hops')) / 'state', request.param, idle_timeout=600) as registry:
 		yield registry
-	finally:
-		await registry.shutdown()
 
 
 def _session(registry: SessionRegistry, session_id: str) -> Any:

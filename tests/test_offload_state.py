@@ -25,11 +25,10 @@ from hypothesis import strategies as st
 
 from browser_use_mcp import patches
 from browser_use_mcp.catalog import Catalog
-from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.patches import bus_locks, direct_state, offload_state
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Call
-from harness.servers import TEST_CHROMIUM_ARGS
+from tests.fixtures import in_process_registry
 
 # -- unit: the hook on cdp-use -------------------------------------------------------------------
 
@@ -91,20 +90,12 @@ async def registry(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fix
 	for patch in chosen:
 		patches.revert(patch)
 		assert patches.apply(patch, enabled=True).state == 'active', patches.status_of(patch)
-	config = ServerConfig(
-		state_dir=Path(tmp_path_factory.mktemp('offload')) / 'state',
-		idle_timeout=600,
-		chromium_args=TEST_CHROMIUM_ARGS,
-		headless=True,
-		isolation=request.param,
-		shared_browser_idle=0,
-	)
-	registry = SessionRegistry(config)
-	await registry.start()
 	try:
-		yield registry
+		async with in_process_registry(
+			Path(tmp_path_factory.mktemp('offload')) / 'state', request.param, idle_timeout=600
+		) as registry:
+			yield registry
 	finally:
-		await registry.shutdown()
 		for patch in reversed(chosen):
 			patches.revert(patch)
 			if before[patch.name] is not None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness.servers import Background, Mcp, html_pages, running_server
-from tests.fixtures import isolation_modes
+from tests.fixtures import in_process_registry, isolation_modes
 
 isolation = isolation_modes()
 
@@ -203,24 +203,9 @@ async def test_a_bad_dialogs_option_names_the_valid_ones(mcp: Mcp) -> None:
 
 @pytest.fixture(scope='module')
 async def registry(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
-	from browser_use_mcp.config import ServerConfig
-	from browser_use_mcp.sessions import SessionRegistry
-	from harness.servers import TEST_CHROMIUM_ARGS
 
-	config = ServerConfig(
-		state_dir=Path(tmp_path_factory.mktemp('pdf-bounds')) / 'state',
-		chromium_args=TEST_CHROMIUM_ARGS,
-		headless=True,
-		isolation='context',
-		shared_browser_idle=0,
-		tools=('all',),
-	)
-	registry = SessionRegistry(config)
-	await registry.start()
-	try:
+	async with in_process_registry(Path(tmp_path_factory.mktemp('pdf-bounds')) / 'state', 'context', tools=('all',)) as registry:
 		yield registry
-	finally:
-		await registry.shutdown()
 
 
 async def test_a_pdf_over_the_bound_or_a_full_files_directory_writes_nothing(

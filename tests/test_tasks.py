@@ -18,11 +18,11 @@ import pytest
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.browser import Owner, StateDir, find_chromium
 from browser_use_mcp.catalog import Catalog
-from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.providers.process import ProcessProvider
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Call
 from harness.servers import TEST_CHROMIUM_ARGS
+from tests.fixtures import in_process_registry
 
 
 def others(baseline: set[asyncio.Task[Any]]) -> list[str]:
@@ -61,20 +61,9 @@ async def test_a_closed_browser_leaves_no_task(tmp_path: Path, site: str) -> Non
 
 @pytest.fixture(params=['browser', 'context'])
 async def registry(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[SessionRegistry]:
-	config = ServerConfig(
-		state_dir=tmp_path / 'state',
-		idle_timeout=600,
-		chromium_args=TEST_CHROMIUM_ARGS,
-		headless=True,
-		isolation=request.param,
-		shared_browser_idle=0,  # an empty shared Chromium goes at once, with its tasks
-	)
-	registry = SessionRegistry(config)
-	await registry.start()
-	try:
+	# an empty shared Chromium goes at once, with its tasks
+	async with in_process_registry(tmp_path / 'state', request.param, idle_timeout=600) as registry:
 		yield registry
-	finally:
-		await registry.shutdown()
 
 
 async def test_every_way_a_session_ends_leaves_no_task(registry: SessionRegistry, site: str) -> None:
