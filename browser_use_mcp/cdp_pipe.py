@@ -157,16 +157,20 @@ class Channel:
 		if not self.closed:
 			self._queue.put_nowait(text)
 
+	def answered(self, session: str, message_id: int | None) -> None:
+		"""An answer to one of its commands on ``session`` came: no longer in flight."""
+		waiting = self._in_flight.get(session)
+		if waiting is not None:
+			waiting.discard(message_id)  # type: ignore[arg-type]
+			if not waiting:
+				del self._in_flight[session]
+
 	def received(self, session: str, text: str) -> str:
 		"""A message of one of its sessions, as the client sees it (its browser session's id removed)."""
 		if text.startswith('{"id":'):
-			waiting = self._in_flight.get(session)
-			if waiting is not None:
-				waiting.discard(_leading_id(text))  # type: ignore[arg-type]
-				if not waiting:
-					del self._in_flight[session]
-		if self._attaching and text.startswith('{"id":'):
-			key = (None if session == self.session_id else session, _leading_id(text))
+			message_id = _leading_id(text)
+			self.answered(session, message_id)
+			key = (None if session == self.session_id else session, message_id)
 			if key in self._attaching:
 				self._attaching.discard(key)
 				child = (json.loads(text).get('result') or {}).get('sessionId')
@@ -307,6 +311,7 @@ class PipeMux:
 		channel = self.owners.get(session)
 		if channel is None:
 			return  # a session whose channel is gone: its last words
+		gone = None
 		if text.startswith(_ATTACHED):
 			child = (json.loads(text).get('params') or {}).get('sessionId')
 			if child:
@@ -315,10 +320,10 @@ class PipeMux:
 			child = (json.loads(text).get('params') or {}).get('sessionId')
 			if child and child != channel.session_id:
 				self.owners.pop(child, None)
-				channel.deliver(channel.received(session, text))
-				channel.session_gone(child)
-				return
+				gone = child
 		channel.deliver(channel.received(session, text))
+		if gone is not None:
+			channel.session_gone(gone)  # after the detach event itself, as Chromium would have ordered them
 
 	def _root(self, message: dict[str, Any]) -> None:
 		if 'sessionId' in message:  # not at the tail after all: route it the slow way
@@ -327,8 +332,8 @@ class PipeMux:
 			if channel is not None:
 				if session == channel.session_id:
 					del message['sessionId']
-				elif isinstance(message.get('id'), int) and session in channel._in_flight:
-					channel._in_flight[session].discard(message['id'])
+				elif isinstance(message.get('id'), int):
+					channel.answered(session, message['id'])
 				channel.deliver(json.dumps(message))
 			return
 		future = self._pending.get(message.get('id', -1))

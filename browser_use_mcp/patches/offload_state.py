@@ -111,9 +111,8 @@ def compact_state(frames: tuple[str | None, dict[str, Any] | None] = (None, None
 	``frames``: the frame tree of a CDP session that the caller has just read (to tell which
 	document the state is of); the accessibility read of that session's state takes its frames
 	from it instead of asking again, one round trip fewer on the state's path."""
-	session_id, tree = frames
 	token = _compact.set(True)
-	known = _frames.set((session_id, tree) if session_id and isinstance(tree, dict) and 'frameTree' in tree else None)
+	known = _frames.set(frames if frames[0] else None)  # type: ignore[arg-type]
 	try:
 		yield
 	finally:

@@ -354,9 +354,7 @@ _every_link: dict[str, Any] = {}  # secret path -> link, over every router of th
 def pipe_behind(cdp_url: str | None) -> PipeMux | None:
 	"""The DevTools pipe of the Chromium of ours behind a session's endpoint URL (None for a remote
 	browser, or a URL that is not one of ours)."""
-	if not cdp_url or PATH_PREFIX not in cdp_url:
-		return None
-	upstream = getattr(_every_link.get(cdp_url.rsplit('/', 1)[-1]), 'open_upstream', None)
+	upstream = getattr(local_link(cdp_url), 'open_upstream', None)
 	mux = getattr(upstream, '__self__', None)  # a PipeMux's open_channel
 	return mux if isinstance(mux, PipeMux) and not mux.closed else None
 

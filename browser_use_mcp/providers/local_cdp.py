@@ -32,8 +32,7 @@ logger = logging.getLogger('browser_use_mcp.providers.local_cdp')
 class LocalEnd:
 	"""One end of an in-process CDP connection (see the module docstring)."""
 
-	def __init__(self, name: str) -> None:
-		self.name = name
+	def __init__(self) -> None:
 		self.peer: LocalEnd | None = None
 		self._inbox: collections.deque[str] = collections.deque()
 		self._waiter: asyncio.Future[None] | None = None
@@ -82,9 +81,7 @@ class LocalEnd:
 
 	async def close(self, code: int = 1000, reason: str = '') -> None:
 		"""Ends both sides: the other end's pending ``recv`` raises, as after a websocket close."""
-		self._end()
-		if self.peer is not None:
-			self.peer._end()
+		self.close_now()
 
 	def close_now(self) -> None:
 		self._end()
@@ -94,7 +91,7 @@ class LocalEnd:
 
 def pair() -> tuple[LocalEnd, LocalEnd]:
 	"""(the client's end, the link's end) of a new connection."""
-	client, server = LocalEnd('client'), LocalEnd('link')
+	client, server = LocalEnd(), LocalEnd()
 	client.peer, server.peer = server, client
 	return client, server
 
