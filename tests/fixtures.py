@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +46,22 @@ async def in_process_registry(state_dir: Path, isolation: str, **options: Any) -
 		yield registry
 	finally:
 		await registry.shutdown()
+
+
+@contextlib.contextmanager
+def patches_active(*chosen: Any) -> Iterator[None]:
+	"""Each of ``chosen`` (``Patch``) applied afresh and active inside the block; afterwards each as
+	it was (active, off, or never applied)."""
+	from browser_use_mcp import patches
+
+	before = {p.name: patches.status_of(p) for p in chosen}
+	for patch in chosen:
+		patches.revert(patch)
+		assert patches.apply(patch, enabled=True).state == 'active', patches.status_of(patch)
+	try:
+		yield
+	finally:
+		for patch in reversed(chosen):
+			patches.revert(patch)
+			if before[patch.name] is not None:
+				patches.apply(patch, enabled=before[patch.name].state != 'off')

@@ -21,7 +21,6 @@ import pytest
 from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 from websockets.protocol import State
 
-from browser_use_mcp import patches
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.errors import BrowserActionFailed
 from browser_use_mcp.patches import cdp_calls, local_cdp
@@ -29,22 +28,14 @@ from browser_use_mcp.providers import cdp_proxy
 from browser_use_mcp.providers import local_cdp as ends
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Call
-from tests.fixtures import in_process_registry
+from tests.fixtures import in_process_registry, patches_active
 
 
 @pytest.fixture
 def hops_patched() -> Any:
 	"""local_cdp and cdp_calls active for the test; afterwards each as it was."""
-	chosen = (local_cdp.PATCH, cdp_calls.PATCH)
-	before = {p.name: patches.status_of(p) for p in chosen}
-	for patch in chosen:
-		patches.revert(patch)
-		assert patches.apply(patch, enabled=True).state == 'active', patches.status_of(patch)
-	yield
-	for patch in reversed(chosen):
-		patches.revert(patch)
-		if before[patch.name] is not None:
-			patches.apply(patch, enabled=before[patch.name].state != 'off')
+	with patches_active(local_cdp.PATCH, cdp_calls.PATCH):
+		yield
 
 
 class Answering:

@@ -23,12 +23,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from browser_use_mcp import patches
 from browser_use_mcp.catalog import Catalog
 from browser_use_mcp.patches import bus_locks, direct_state, offload_state
 from browser_use_mcp.sessions import SessionRegistry
 from browser_use_mcp.tools.base import Call
-from tests.fixtures import in_process_registry
+from tests.fixtures import in_process_registry, patches_active
 
 # -- unit: the hook on cdp-use -------------------------------------------------------------------
 
@@ -85,21 +84,11 @@ async def test_an_undecoded_request_cleans_up_after_itself() -> None:
 async def registry(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[SessionRegistry]:
 	"""An in-process registry with the patches the state path goes through; afterwards each patch
 	as it was."""
-	chosen = (bus_locks.PATCH, direct_state.PATCH, offload_state.PATCH)
-	before = {p.name: patches.status_of(p) for p in chosen}
-	for patch in chosen:
-		patches.revert(patch)
-		assert patches.apply(patch, enabled=True).state == 'active', patches.status_of(patch)
-	try:
+	with patches_active(bus_locks.PATCH, direct_state.PATCH, offload_state.PATCH):
 		async with in_process_registry(
 			Path(tmp_path_factory.mktemp('offload')) / 'state', request.param, idle_timeout=600
 		) as registry:
 			yield registry
-	finally:
-		for patch in reversed(chosen):
-			patches.revert(patch)
-			if before[patch.name] is not None:
-				patches.apply(patch, enabled=before[patch.name].state != 'off')
 
 
 @pytest.fixture
