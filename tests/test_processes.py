@@ -36,7 +36,8 @@ def test_the_sidecar_is_told_apart_from_a_browser() -> None:
 	assert processes.SIDECAR_MODULE == sidecar.__name__
 	helper = sidecar.Sidecar()
 	try:
-		assert is_sidecar(psutil.Process(helper.proc.pid))
+		# told apart by its command line, which /proc can show empty for a moment right after exec
+		assert wait_until(lambda: is_sidecar(psutil.Process(helper.proc.pid)), timeout=5)
 		assert not is_sidecar(psutil.Process())
 	finally:
 		helper.close()
