@@ -52,6 +52,7 @@ def display_available() -> bool:
 class ServerConfig:
 	# transport
 	transport: Transport = 'stdio'
+	stdio_pipes: bool = True  # stdio on pipes is read and written by the event loop itself, not by a thread per line
 	host: str = '127.0.0.1'
 	port: int = 8000
 	auth_tokens: tuple[str, ...] = ()
@@ -194,6 +195,7 @@ def _tokens(v: str) -> tuple[str, ...]:
 
 ENV_VARS: dict[str, tuple[str, Any]] = {
 	'transport': (f'{ENV_PREFIX}TRANSPORT', str),
+	'stdio_pipes': (f'{ENV_PREFIX}STDIO_PIPES', _truthy),
 	'host': (f'{ENV_PREFIX}HOST', str),
 	'port': (f'{ENV_PREFIX}PORT', _int),
 	'auth_tokens': (f'{ENV_PREFIX}AUTH_TOKENS', _tokens),

@@ -1,5 +1,7 @@
 """The stdio transport: one local client (the process that started the server), its principal
-``local``; with ``--dashboard-port`` the dashboard is served beside it (``dashboard/server.py``)."""
+``local``; with ``--dashboard-port`` the dashboard is served beside it (``dashboard/server.py``).
+On pipes (what MCP clients give their servers) the event loop reads and writes them itself
+(``pipes.py``); on a terminal or a file the SDK's ``stdio_server`` serves."""
 
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ logger = logging.getLogger('browser_use_mcp.server')
 async def serve_stdio(config: ServerConfig) -> None:
 	from mcp.server.stdio import stdio_server
 
+	from browser_use_mcp.transports import pipes
+
+	transport = pipes.pipe_stdio() if config.stdio_pipes and pipes.usable() else stdio_server()
 	registry = SessionRegistry(config)
 	dashboard: Any = contextlib.nullcontext()
 	registry.begin()
@@ -34,7 +39,7 @@ async def serve_stdio(config: ServerConfig) -> None:
 		dashboard = standalone_dashboard(config, registry, metrics)
 	server = build_server(Catalog(registry), telemetry=telemetry, metrics=metrics)
 	try:
-		async with dashboard, stdio_server() as (read_stream, write_stream):
+		async with dashboard, transport as (read_stream, write_stream):
 			await run_until_stopped(
 				server.run(read_stream, write_stream, server.create_initialization_options()), registry, config.shutdown_grace
 			)
