@@ -291,19 +291,21 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 		if blocking is not None:  # its page runs no script until it is answered: nothing to capture
 			return Reply(as_json({'url': blocking.url, 'dialog': blocking.describe(), 'interactive_elements': []}))
 	target_id, loader_id, frames = await read_document(state)
-	# The titles are read while browser-use captures the DOM (their round trips overlap its own);
-	# they are only shown, never part of the epoch.
-	titles_read = asyncio.gather(tab_titles(state), current_title(state))
-	try:
-		# only the selector map is used: it may be built off the loop; the page info is read beside the
-		# trees; the frames to read the accessibility trees of are the ones just read
-		with offload_state.compact_state(frames), early_page_info.requested():
-			summary = await direct_state.request_state(bs, include_screenshot)
-	except BaseException:
-		titles_read.cancel()
-		with contextlib.suppress(BaseException):
-			await titles_read
-		raise
+	# browser-use's check for pending requests is sent now, beside the titles (early_page_info); the
+	# titles are read while browser-use captures the DOM (their round trips overlap its own); they are
+	# only shown, never part of the epoch.
+	with early_page_info.requested(bs):
+		titles_read = asyncio.gather(tab_titles(state), current_title(state))
+		try:
+			# only the selector map is used: it may be built off the loop; the page info is read beside
+			# the trees; the frames to read the accessibility trees of are the ones just read
+			with offload_state.compact_state(frames):
+				summary = await direct_state.request_state(bs, include_screenshot)
+		except BaseException:
+			titles_read.cancel()
+			with contextlib.suppress(BaseException):
+				await titles_read
+			raise
 	elements = {} if summary.state_error else dict(summary.dom_state.selector_map)
 	state.page_epoch = PageEpoch(target_id, loader_id, elements)
 	titles, title = await titles_read

@@ -565,3 +565,75 @@ async def test_early_page_info_is_read_once_beside_the_build() -> None:
 	with early_page_info.requested():
 		await started_build(watchdog)  # the handler never asks, and the read fails: nothing left running or unretrieved
 	assert log == ['read', 'built'] and asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def test_pending_requests_are_read_as_the_block_begins_and_handed_to_the_handler(monkeypatch: pytest.MonkeyPatch) -> None:
+	"""``requested(session)`` sends browser-use's pending-requests read at once, its tab's resume sent
+	just before its evaluate (not awaited before it), and the handler's own call gets that answer; a
+	read the handler never asks for is cancelled; a failed early read is made again the handler's way;
+	without a session, or with the patch not active, nothing is read early."""
+	import asyncio
+
+	from browser_use_mcp.patches import early_page_info
+
+	sent: list[str] = []
+	fail = [False]
+	reads = [0]
+
+	class Client:
+		def __init__(self) -> None:
+			self.send = types.SimpleNamespace(Runtime=types.SimpleNamespace(runIfWaitingForDebugger=self.resume))
+
+		async def resume(self, session_id: str) -> dict:
+			sent.append(f'resume {session_id}')
+			await asyncio.sleep(0.05)  # an answer that comes late: nobody waits for it
+			return {}
+
+	class BrowserSession:
+		def __init__(self) -> None:
+			self._dom_watchdog = types.SimpleNamespace(browser_session=self, logger=logging.getLogger('t'))
+			self.client = Client()
+
+		async def get_or_create_cdp_session(self, target_id: object = None, focus: bool = True) -> object:
+			sent.append(f'session focus={focus}')
+			return types.SimpleNamespace(cdp_client=self.client, session_id='s1')
+
+	async def pending(self: Any) -> list[str]:  # browser-use's: asks for the focused session, then evaluates
+		session = await self.browser_session.get_or_create_cdp_session(focus=True)
+		sent.append(f'evaluate {session.session_id}')
+		await asyncio.sleep(0.01)
+		reads[0] += 1
+		if fail[0]:
+			fail[0] = False
+			raise RuntimeError('no answer')
+		return [f'answer {reads[0]}']
+
+	handed_over = early_page_info._pending_handed_over(pending)
+	monkeypatch.setitem(early_page_info._pending_original, 'read', pending)
+	monkeypatch.setattr(early_page_info, 'is_active', lambda patch: patch is early_page_info.PATCH)
+	bs = BrowserSession()
+	watchdog = bs._dom_watchdog
+
+	with early_page_info.requested(bs):
+		await asyncio.sleep(0)
+		await asyncio.sleep(0)
+		assert sent == ['session focus=False', 'resume s1', 'evaluate s1']  # sent before anyone asked
+		assert await handed_over(watchdog) == ['answer 1']
+	assert sent.count('evaluate s1') == 1  # the handler's call made no read of its own
+	sent.clear()
+	fail[0] = True
+	with early_page_info.requested(bs):
+		assert await handed_over(watchdog) == ['answer 3']  # the early read failed (2): read again, browser-use's way
+	assert sent[-2:] == ['session focus=True', 'evaluate s1']
+	sent.clear()
+	with early_page_info.requested(bs):
+		await asyncio.sleep(0)
+	await asyncio.sleep(0.1)
+	assert 'answer' not in ''.join(sent) and asyncio.all_tasks() == {asyncio.current_task()}  # not asked: cancelled
+	sent.clear()
+	with early_page_info.requested():
+		assert await handed_over(watchdog) == ['answer 4']
+	monkeypatch.setattr(early_page_info, 'is_active', lambda patch: False)
+	with early_page_info.requested(bs):
+		assert await handed_over(watchdog) == ['answer 5']
+	assert 'session focus=False' not in sent  # no early read outside a session or with the patch off
