@@ -448,9 +448,14 @@ class ChromiumProcess:
 			SIDECAR.untrack(self.pid)
 
 
-def chromium_args(profile: Any, extra: tuple[str, ...] = EXTRA_ARGS, user_args: tuple[str, ...] = ()) -> list[str]:
+def chromium_args(
+	profile: Any, extra: tuple[str, ...] = EXTRA_ARGS, user_args: tuple[str, ...] = (), shared: bool = False
+) -> list[str]:
 	"""Launch flags: browser-use's own for this profile, plus ours, plus the user's, deduplicated
-	(a later flag wins; --disable-features lists are merged)."""
+	(a later flag wins; --disable-features lists are merged). A ``shared`` Chromium (many sessions'
+	contexts) keeps its zygote: browser-use's ``--no-zygote`` (unless the user asks for it) made
+	every renderer start from scratch instead of forking from it, ~15 MB more PSS per renderer
+	(docs/performance.md, "Renderers forked from the zygote")."""
 	extra = (*extra, *user_args)
 	base = profile.get_args()
 	merged: dict[str, str] = {}
@@ -464,6 +469,8 @@ def chromium_args(profile: Any, extra: tuple[str, ...] = EXTRA_ARGS, user_args: 
 	for key, values in features.items():
 		if values:
 			merged[key] = f'{key}=' + ','.join(values)
+	if shared and '--no-zygote' not in user_args:
+		merged.pop('--no-zygote', None)
 	# DevTools is ours, over a pipe only: no port a page could reach, whoever asked for one
 	return [arg for key, arg in merged.items() if key not in DEVTOOLS_SWITCHES]
 

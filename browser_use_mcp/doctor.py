@@ -282,7 +282,7 @@ async def check_context_renderers(
 		try:
 			profile = build_profile(dict(profile_base or {}), dirs, headless=True)
 			chromium = await ChromiumProcess.launch(
-				executable, chromium_args(profile, user_args=user_args), dirs.profile, Owner.current(), timeout
+				executable, chromium_args(profile, user_args=user_args, shared=True), dirs.profile, Owner.current(), timeout
 			)
 		except (BrowserStartFailed, ValueError) as exc:
 			return Check(name, 'skip', f'the browser did not start ({str(exc).splitlines()[0][:200]})')

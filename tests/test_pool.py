@@ -196,6 +196,17 @@ def test_launch_flags_turn_off_the_omnibox_webui(tmp_path: Path) -> None:
 	assert {'WebUIOmniboxPopup', 'WebUIOmniboxAimPopup', 'Foo'} <= set(disabled)
 
 
+def test_shared_chromiums_keep_their_zygote_a_session_s_own_does_not(tmp_path: Path) -> None:
+	"""browser-use's --no-zygote costs every renderer of a shared Chromium ~15 MB PSS; a Chromium of
+	one session has one renderer, to which the zygote's processes would only add. A user's own
+	--no-zygote is kept either way."""
+	dirs = SessionDirs(profile=tmp_path / 'p', downloads=tmp_path / 'd', files=tmp_path / 'f')
+	profile = build_profile({}, dirs, headless=True)
+	assert '--no-zygote' in chromium_args(profile)
+	assert '--no-zygote' not in chromium_args(profile, shared=True)
+	assert '--no-zygote' in chromium_args(profile, user_args=('--no-zygote',), shared=True)
+
+
 def test_extensions_are_never_downloaded_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 	from browser_use.config import CONFIG
 

@@ -85,11 +85,12 @@ class ProcessProvider(BrowserProvider):
 	async def shutdown(self) -> None:
 		await self.router.close()
 
-	async def launch(self, dirs: SessionDirs, profile: Any) -> ChromiumProcess:
-		"""A Chromium of ours on ``dirs``: our flags, the user's, the owner marker (shared ones too)."""
+	async def launch(self, dirs: SessionDirs, profile: Any, shared: bool = False) -> ChromiumProcess:
+		"""A Chromium of ours on ``dirs``: our flags, the user's, the owner marker (shared ones too,
+		which keep their zygote: see ``chromium_args``)."""
 		if not self.executable:
 			raise BrowserStartFailed(missing_browser_message(self.configured))
-		args = chromium_args(profile, user_args=egress.launch_args(self.user_args, profile))  # a door wins
+		args = chromium_args(profile, user_args=egress.launch_args(self.user_args, profile), shared=shared)  # a door wins
 		if self.use_extensions:
 			args = [a for a in args if a != '--disable-extensions'] + cached_extension_args()
 		try:

@@ -192,7 +192,7 @@ class SharedProvider(BrowserProvider):
 			return shard
 		dirs = self.new_dirs()
 		try:
-			chromium = await self.launcher.launch(dirs, self.profile(dirs))
+			chromium = await self.launcher.launch(dirs, self.profile(dirs), shared=True)
 		except BaseException:
 			await asyncio.to_thread(dirs.remove)
 			raise

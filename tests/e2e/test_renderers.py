@@ -56,5 +56,31 @@ async def test_a_session_costs_one_renderer_and_no_browser_ui(server: Mcp, site:
 	ui = [ui_switches(cmdline) for cmdline in found if ui_switches(cmdline)]
 	assert not ui, f'{len(ui)} of {len(found)} renderers are browser UI, {SESSIONS} sessions ({isolation}): {ui[:2]}'
 	assert len(found) <= SESSIONS + SPARE, f'{len(found)} renderers for {SESSIONS} sessions with one tab each ({isolation})'
+	# A shared Chromium keeps its zygote, so its renderers are forked from it (sharing its memory,
+	# ~15 MB PSS less each); a Chromium of one session starts its one renderer itself.
+	parents = [_kind(proc.parent()) for proc in _renderer_processes(server.pid)]
+	assert parents, 'no renderer found'
+	expected = 'zygote' if isolation == 'context' else 'browser'
+	assert set(parents) == {expected}, f'renderers started by {parents} ({isolation}), expected {expected}'
 	for sid in sessions:
 		await server.ok('browser_close_session', session_id=sid)
+
+
+def _renderer_processes(server_pid: int) -> list[psutil.Process]:
+	found = []
+	for proc in psutil.Process(server_pid).children(recursive=True):
+		try:
+			if '--type=renderer' in proc.cmdline():
+				found.append(proc)
+		except psutil.Error:
+			continue
+	return found
+
+
+def _kind(proc: psutil.Process | None) -> str:
+	"""A Chromium process's ``--type`` (``browser`` for the browser process itself)."""
+	try:
+		cmdline = proc.cmdline() if proc is not None else []
+	except psutil.Error:
+		return 'gone'
+	return next((arg.split('=', 1)[1] for arg in cmdline if arg.startswith('--type=')), 'browser')
