@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -585,14 +586,14 @@ def show_startup(r: dict[str, Any]) -> str:
 MODES = ('browser', 'context')
 
 
-async def bench_isolation(site: str, quick: bool, counts: list[int]) -> dict[str, Any]:
+async def bench_isolation(site: str, quick: bool, counts: list[int], extra: tuple[str, ...] = ()) -> dict[str, Any]:
 	repeats = 1 if quick else 3
 	out: dict[str, Any] = {'repeats': repeats, 'runs': [], 'create': {}, 'tools': {}, 'peers': {}}
 	for n in counts:
 		for mode in MODES:
 			walls, pss = [], []
 			for _ in range(repeats):
-				async with server('ours', '--isolation', mode, '--max-sessions', str(n + 4)) as srv:
+				async with server('ours', '--isolation', mode, '--max-sessions', str(n + 4), *extra) as srv:
 					started = time.perf_counter()
 					await asyncio.gather(*(workflow(srv, site, f'agent-{i}') for i in range(n)))
 					walls.append(time.perf_counter() - started)
@@ -775,7 +776,7 @@ async def main(args: argparse.Namespace) -> int:
 			('e', 'capacity', lambda: bench_capacity(site.url, args.max_sessions_probe, args.isolation), show_capacity),
 			('f', 'lean', bench_lean, show_lean),
 			('g', 'startup', lambda: bench_startup(args.quick), show_startup),
-			('h', 'isolation', lambda: bench_isolation(site.url, args.quick, args.many), show_isolation),
+			('h', 'isolation', lambda: bench_isolation(site.url, args.quick, args.many, tuple(args.ours_args)), show_isolation),
 			('i', 'grid', lambda: bench_grid(site.url, args.quick), show_grid),
 			('j', 'state', lambda: bench_state(site.url, args.quick), show_state),
 		]
@@ -813,6 +814,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser.add_argument('--agents', type=lambda v: [int(x) for x in v.split(',')], default=[1, 2, 4, 8], help='N values for (b)')
 	parser.add_argument('--max-sessions-probe', type=int, default=48, help='cap for (e) (default 48)')
 	parser.add_argument('--many', type=lambda v: [int(x) for x in v.split(',')], default=[8, 16], help='N values for (h)')
+	parser.add_argument(
+		'--ours-args',
+		type=shlex.split,
+		default=[],
+		help="(h): more flags for our server's N-agent runs, e.g. '--contexts-per-browser 32'",
+	)
 	parser.add_argument('--isolation', choices=MODES, default='browser', help='isolation mode for (e) (default browser)')
 	return parser.parse_args(argv)
 
