@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import stat
@@ -138,6 +137,8 @@ class _Sink(asyncio.Protocol):
 def _claim_std_fds() -> tuple[int, int]:
 	"""Private duplicates of fd 0 and 1 for the wire; fd 0 then reads the null device and fd 1 writes
 	to stderr, until ``_release_std_fds`` points them at the wire again."""
+	import fcntl  # POSIX only, as this transport is (``usable``)
+
 	wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
 	wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
 	null = os.open(os.devnull, os.O_RDONLY)
@@ -180,13 +181,17 @@ async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
 	sink = _Sink()
 	reading: asyncio.ReadTransport | None = None
 	writing: asyncio.WriteTransport | None = None
+	# Made before the first await: the first task group loads anyio's asyncio backend, an import, and
+	# an import in this thread can wait for one another thread is making (browser-use's, loaded in
+	# the background at start), which must never hold up the handshake.
+	serving = anyio.create_task_group()
+	to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+	write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
 	try:
 		# closefd=False: the descriptors are closed by _release_std_fds, after fd 0 and 1 are restored
 		reading, _ = await loop.connect_read_pipe(lambda: lines, os.fdopen(wire_in, 'rb', buffering=0, closefd=False))
 		writing, _ = await loop.connect_write_pipe(lambda: sink, os.fdopen(wire_out, 'wb', buffering=0, closefd=False))
 		logger.debug('stdio: the event loop reads stdin and writes stdout (pipes)')
-		to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-		write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
 		out = writing
 
 		async def read() -> None:
@@ -205,7 +210,7 @@ async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
 					out.write(data.encode() + b'\n')
 					await sink.wait_writable()
 
-		async with anyio.create_task_group() as group:
+		async with serving as group:
 			group.start_soon(read)
 			group.start_soon(write)
 			yield read_stream, write_stream
