@@ -264,9 +264,9 @@ async def _live_form(state: SessionState, elements: dict[int, Any]) -> dict[int,
 		try:
 			params = {'functionDeclaration': LIVE_FORM, 'objectId': obj['objectId'], 'returnByValue': True}
 			result = await send.Runtime.callFunctionOn(params=params, session_id=sid)
-		finally:
-			with contextlib.suppress(Exception):
-				await send.Runtime.releaseObject(params={'objectId': obj['objectId']}, session_id=sid)
+		finally:  # released, not waited for: its answer says nothing the state needs (one round trip fewer)
+			released = asyncio.ensure_future(send.Runtime.releaseObject(params={'objectId': obj['objectId']}, session_id=sid))
+			released.add_done_callback(_retrieved)
 		value = result.get('result', {}).get('value')
 		return value if isinstance(value, dict) else {}
 
@@ -278,6 +278,11 @@ async def _live_form(state: SessionState, elements: dict[int, Any]) -> dict[int,
 
 
 LIVE_FORM_TIMEOUT = 2.0
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+	if not task.cancelled():
+		task.exception()  # a release that failed (the page went away) is not news
 
 
 async def capture_state(state: SessionState, include_screenshot: bool = False) -> Reply:
