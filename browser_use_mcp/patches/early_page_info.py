@@ -83,19 +83,30 @@ def _early_build(build: Any, page_info: Any) -> Any:
 	return start_both
 
 
-def _handed_over(page_info: Any) -> Any:
-	@functools.wraps(page_info)
-	async def get_page_info(self: Any) -> Any:
+def _handed_over_from(original: Any, task_key: str, owner_key: str) -> Any:
+	"""``original`` (a watchdog method), answered by the early read in ``holder[task_key]`` when that
+	read was started for this watchdog; made again the handler's way when it failed or none was."""
+
+	@functools.wraps(original)
+	async def handed_over(self: Any) -> Any:
 		holder = _early.get()
-		if holder is not None and holder.get('watchdog') is self:
-			task = holder.pop('task', None)
-			holder.pop('watchdog', None)
+		if holder is not None and holder.get(owner_key) is self:
+			task = holder.pop(task_key, None)
+			holder.pop(owner_key, None)
 			if task is not None:
 				with contextlib.suppress(Exception):
 					return await task
-		return await page_info(self)
+		return await original(self)
 
-	return get_page_info
+	return handed_over
+
+
+def _handed_over(page_info: Any) -> Any:
+	return _handed_over_from(page_info, 'task', 'watchdog')
+
+
+def _pending_handed_over(pending: Any) -> Any:
+	return _handed_over_from(pending, 'pending', 'pending_of')
 
 
 class _Unfocused:
@@ -126,21 +137,6 @@ class _UnfocusedSession:
 
 	def __getattr__(self, name: str) -> Any:
 		return getattr(self._browser_session, name)
-
-
-def _pending_handed_over(pending: Any) -> Any:
-	@functools.wraps(pending)
-	async def get_pending_network_requests(self: Any) -> Any:
-		holder = _early.get()
-		if holder is not None and holder.get('pending_of') is self:
-			task = holder.pop('pending', None)
-			holder.pop('pending_of', None)
-			if task is not None:
-				with contextlib.suppress(Exception):
-					return await task
-		return await pending(self)
-
-	return get_pending_network_requests
 
 
 def _apply() -> None:
