@@ -53,6 +53,7 @@ TOTAL_CAP = 500 * 1024 * 1024  # bytes of all recordings kept; the oldest closed
 DEFAULT_TTL = 86400.0  # s a recording is kept after its session closed
 STEP_BOUND = 2.0  # s the recorder may spend on each read of the page around one call
 SHOT_WAIT = 0.5  # s a page-changing call's screenshot waits for the screencast's next frame (off the call's path)
+PAINT_LAG = 0.05  # s after a page-changing call ends before its frame is asked for: what it changed is painted by then
 SHOT_QUIET = 0.15  # s of a quiet session after which a page-changing call's frame is asked for (see Recording.after)
 SHOT_DUE_BOUND = 300.0  # s a frame asked for late may wait for its turn at most (the next calls' deadlines are shorter)
 VIDEO_SHARE = 0.5  # of a recording's size cap the video may take (ffmpeg's -fs)
@@ -474,6 +475,7 @@ class _DueShot:
 		self.frame: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 		self.asked = asyncio.Event()
 		self._timer: asyncio.TimerHandle | None = None
+		self.ended = time.monotonic()  # made as its call ended
 
 	def arm(self) -> None:
 		"""Ask in SHOT_QUIET s unless a call comes first."""
@@ -492,7 +494,18 @@ class _DueShot:
 		if not self.asked.is_set():
 			self.asked.set()
 			frame = self.frame
-			self.cast.next_frame(lambda f: frame.done() or frame.set_result(f))
+
+			def start() -> None:
+				self.cast.next_frame(lambda f: frame.done() or frame.set_result(f))
+
+			# Asked for within a few ms of its call's end (the next call, or browser_get_recording, came at
+			# once), the cast's first frame could still be the one painted before the call's change
+			# reached the screen: the cast starts PAINT_LAG s after the call instead.
+			lag = self.ended + PAINT_LAG - time.monotonic()
+			if lag > 0:
+				asyncio.get_running_loop().call_later(lag, start)
+			else:
+				start()
 
 
 def _known_page(state: Any) -> tuple[str | None, str | None]:
