@@ -157,6 +157,7 @@ class Recording:
 	video_bytes: int = 0
 	owner: str = ''  # digest of the principal: what a recording adopted after a restart is matched by
 	due: _DueShot | None = field(default=None, repr=False)  # a page-changing call's frame, not asked for yet
+	deferred: _DueShot | None = field(default=None, repr=False)  # a frame asked for, its cast's start waiting for PAINT_LAG
 
 	def __post_init__(self) -> None:
 		self.owner = self.owner or principal_digest(self.principal)
@@ -267,7 +268,7 @@ class Recording:
 		capture without the screencast is waited for by a page-changing call, so it never shows its
 		doing. A page-changing call first makes sure the cast follows the focused tab (the video)."""
 		if not read_only:
-			self.ask_due()  # the last page-changing call's frame, before this one changes the page
+			self.ask_due(at_once=True)  # the last page-changing call's frame, before this one changes the page
 			if self.pending is not None and not self.pending.done():
 				await self.settle()
 			if self.cast is not None:
@@ -352,10 +353,14 @@ class Recording:
 		except Exception as exc:  # the recorder never breaks a call
 			logger.warning('could not record %s: %s', tool, exc)
 
-	def ask_due(self) -> None:
-		"""Ask now for the frame a page-changing call is still owed."""
+	def ask_due(self, at_once: bool = False) -> None:
+		"""Ask now for the frame a page-changing call is still owed; ``at_once``: before another
+		page-changing call, whose navigation could lose a cast started during it (so a frame asked for
+		a moment ago, its start waiting for PAINT_LAG, is started now too)."""
 		if self.due is not None:
-			self.due.ask()
+			self.due.ask(at_once)
+		if at_once and self.deferred is not None:
+			self.deferred.start_now()
 
 	def _write_later(self, coro: Any, seq: int) -> None:
 		task = asyncio.create_task(coro, name=f'recorder-entry-{seq}')
@@ -476,6 +481,8 @@ class _DueShot:
 		self.asked = asyncio.Event()
 		self._timer: asyncio.TimerHandle | None = None
 		self.ended = time.monotonic()  # made as its call ended
+		self._start: asyncio.TimerHandle | None = None  # the cast's start, when it waits for PAINT_LAG
+		self._started = False
 
 	def arm(self) -> None:
 		"""Ask in SHOT_QUIET s unless a call comes first."""
@@ -487,25 +494,35 @@ class _DueShot:
 			self._timer.cancel()
 			self._timer = None
 
-	def ask(self) -> None:
+	def ask(self, at_once: bool = False) -> None:
+		"""Ask the screencast for this call's frame. Asked for within a few ms of its call's end by a
+		read (browser_get_state, browser_get_recording), the cast's first frame could still be the one
+		painted before the call's change reached the screen: the cast then starts PAINT_LAG s after the
+		call. ``at_once`` (the next page-changing call is about to run, and a navigation under way would
+		lose the cast's start) starts it now, as does a later ``start_now``."""
 		self.hold()
 		if self.recording.due is self:
 			self.recording.due = None
 		if not self.asked.is_set():
 			self.asked.set()
-			frame = self.frame
-
-			def start() -> None:
-				self.cast.next_frame(lambda f: frame.done() or frame.set_result(f))
-
-			# Asked for within a few ms of its call's end (the next call, or browser_get_recording, came at
-			# once), the cast's first frame could still be the one painted before the call's change
-			# reached the screen: the cast starts PAINT_LAG s after the call instead.
 			lag = self.ended + PAINT_LAG - time.monotonic()
-			if lag > 0:
-				asyncio.get_running_loop().call_later(lag, start)
+			if lag > 0 and not at_once:
+				self.recording.deferred = self
+				self._start = asyncio.get_running_loop().call_later(lag, self.start_now)
 			else:
-				start()
+				self.start_now()
+
+	def start_now(self) -> None:
+		"""Start the cast for this frame now, if it is not started yet."""
+		if self._start is not None:
+			self._start.cancel()
+			self._start = None
+		if self.recording.deferred is self:
+			self.recording.deferred = None
+		if not self._started:
+			self._started = True
+			frame = self.frame
+			self.cast.next_frame(lambda f: frame.done() or frame.set_result(f))
 
 
 def _known_page(state: Any) -> tuple[str | None, str | None]:
