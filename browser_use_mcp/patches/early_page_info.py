@@ -15,8 +15,8 @@ agent's, a request with no build) is untouched.
 The same hand-over for ``_get_pending_network_requests`` (one ``Runtime.evaluate`` the handler
 awaits before anything else, to decide whether to give a loading page 0.3 s): ``requested(session)``
 starts it as the block is entered, beside our tool's own reads of the tab titles, and the handler's
-call gets its answer. That is one round trip fewer in a row on every state: 0.5-0.6 ms of a ~7 ms
-state of a small page, in process (docs/performance.md). It is read about a millisecond earlier
+call gets its answer. That is one round trip fewer in a row on every state: ~0.5 ms (median of
+eight alternating rounds) of a ~7 ms state of a small page, in process (docs/performance.md). It is read about a millisecond earlier
 than the handler would have read it.
 """
 
@@ -167,7 +167,7 @@ PATCH = Patch(
 	'of that request gets its answer; ``DOMWatchdog._get_pending_network_requests`` is started as the request '
 	"begins (its tab's resume sent just before its evaluate, not awaited) and the handler's own call gets its answer.",
 	why='the page info was a round trip waited for after the whole DOM build: 1.2-1.3 ms of a ~10 ms browser_get_state '
-	'on a small page; the pending-requests check was two more round trips in a row before the build (0.4-0.9 ms).',
+	'on a small page; the pending-requests check was two more round trips in a row before the build (~0.5 ms).',
 	package='browser-use',
 	versions=(BROWSER_USE_VERSION,),
 	sources={

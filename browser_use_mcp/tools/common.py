@@ -266,7 +266,8 @@ async def _live_form(state: SessionState, elements: dict[int, Any]) -> dict[int,
 			result = await send.Runtime.callFunctionOn(params=params, session_id=sid)
 		finally:  # released, not waited for: its answer says nothing the state needs (one round trip fewer)
 			released = asyncio.ensure_future(send.Runtime.releaseObject(params={'objectId': obj['objectId']}, session_id=sid))
-			released.add_done_callback(_retrieved)
+			_releasing.add(released)  # a failed release (the page went away) is not news
+			released.add_done_callback(lambda t: (_releasing.discard(t), t.cancelled() or t.exception()))
 		value = result.get('result', {}).get('value')
 		return value if isinstance(value, dict) else {}
 
@@ -280,9 +281,7 @@ async def _live_form(state: SessionState, elements: dict[int, Any]) -> dict[int,
 LIVE_FORM_TIMEOUT = 2.0
 
 
-def _retrieved(task: asyncio.Future[Any]) -> None:
-	if not task.cancelled():
-		task.exception()  # a release that failed (the page went away) is not news
+_releasing: set[asyncio.Future[Any]] = set()  # releases in flight (a task nobody references may be collected)
 
 
 async def capture_state(state: SessionState, include_screenshot: bool = False) -> Reply:
