@@ -475,6 +475,22 @@ def chromium_args(
 	return [arg for key, arg in merged.items() if key not in DEVTOOLS_SWITCHES]
 
 
+def drop_default_downloads_dir() -> None:
+	"""Remove the empty downloads directory browser-use makes in the system temp dir when it is
+	imported (``DEFAULT_BROWSER_PROFILE``'s, ``/tmp/browser-use-downloads-<id>``): the server never
+	uses that profile (every session has its own downloads directory), and each server start would
+	otherwise leave one behind. A directory that holds anything is kept."""
+	from browser_use.browser.session import DEFAULT_BROWSER_PROFILE
+
+	path = DEFAULT_BROWSER_PROFILE.downloads_path
+	if path is None:
+		return
+	path = Path(path)
+	if path.name.startswith('browser-use-downloads-') and path.parent == Path(tempfile.gettempdir()):
+		with contextlib.suppress(OSError):
+			path.rmdir()
+
+
 def build_profile(base: dict[str, Any], dirs: SessionDirs, headless: bool, overrides: dict[str, Any] | None = None) -> Any:
 	"""A BrowserProfile for one session: config.json values, our directories, our defaults."""
 	from browser_use.browser import BrowserProfile

@@ -32,6 +32,7 @@ from browser_use_mcp.browser import (
 	StateDir,
 	SweepReport,
 	configure_launch,
+	drop_default_downloads_dir,
 	find_chromium,
 	parent_death_signal_supported,
 	profile_lock_owner,
@@ -72,6 +73,7 @@ def _prepare(config: ServerConfig, owner: Owner) -> tuple[ServerConfig, SweepRep
 	import browser_use.browser.watchdogs.default_action_watchdog  # noqa: F401
 	import bubus.service  # noqa: F401
 
+	drop_default_downloads_dir()
 	return config, sweep_orphans(config.state_dir, owner)
 
 

@@ -80,7 +80,9 @@ async def test_signal_closes_every_session_and_exits_promptly(raw, tmp_path: Pat
 
 
 async def test_stdin_eof_closes_every_session_and_exits(raw, tmp_path: Path, site: str) -> None:
-	server = await start(raw, tmp_path / 'home')
+	scratch = tmp_path / 'tmp'
+	scratch.mkdir()
+	server = await start(raw, tmp_path / 'home', env=server_env(tmp_path / 'home', TMPDIR=str(scratch)))
 	pids = await open_sessions(server, site, ['a', 'b'])
 	started = time.monotonic()
 	server.close_stdin()
@@ -89,6 +91,8 @@ async def test_stdin_eof_closes_every_session_and_exits(raw, tmp_path: Path, sit
 	assert code == 0
 	assert await asyncio.to_thread(wait_until, lambda: gone(pids), 5)
 	assert srv_dirs(server.home) == []
+	# browser-use makes a downloads dir in TMPDIR as it is imported; the server removes it
+	assert list(scratch.glob('browser-use-downloads-*')) == []
 
 
 async def test_client_disconnect_mid_call_leaves_no_state_dir(tmp_path: Path, site: str) -> None:
