@@ -33,6 +33,7 @@ from browser_use_mcp.cdp_pipe import CHILD_READ_FD, CHILD_WRITE_FD, PipeMux, ins
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.patches import internals
 from browser_use_mcp.processes import OWNER_ENV, OWNER_SWITCH, Owner, owner_of, process_tree, wait_gone, yield_to_the_server
+from browser_use_mcp.sidecar import release_singleton
 
 logger = logging.getLogger('browser_use_mcp.browser')
 
@@ -213,6 +214,8 @@ def sweep_orphans(base: Path, me: Owner | None = None) -> SweepReport:
 				continue
 			if owner.alive():
 				continue
+			for profile in child.glob('s-*/profile'):  # its browsers' singleton directories in /tmp
+				release_singleton(profile)
 			for _ in range(3):
 				shutil.rmtree(child, ignore_errors=True)
 				if not child.exists():
@@ -387,6 +390,10 @@ class ChromiumProcess:
 	async def _wait_exit(self) -> None:
 		with contextlib.suppress(asyncio.CancelledError):
 			await self.proc.wait()
+			try:
+				release_singleton(self.profile_dir)
+			except Exception:  # never in the way of the exit callbacks
+				logger.exception("could not remove Chromium %d's singleton directory", self.pid)
 			for callback in list(self._exit_callbacks):
 				try:
 					callback(self)

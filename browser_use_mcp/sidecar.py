@@ -14,7 +14,7 @@ are live ("+PGID" / "-PGID" lines) and which remote sessions ("+D URL" / "-D URL
 HTTP DELETE ends one). When the pipe reaches end-of-file - which the kernel guarantees once the
 server is gone, however it died - the sidecar kills every group still listed, sends each DELETE
 still listed, waits for the groups to go, deletes the server's state directory (given on its
-command line) and exits. It imports nothing heavy: a few megabytes.
+command line) and the directories its browsers' singletons left in /tmp, and exits. It imports nothing heavy: a few megabytes.
 """
 
 from __future__ import annotations
@@ -23,9 +23,64 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+SINGLETON_LINKS = ('SingletonLock', 'SingletonSocket', 'SingletonCookie')
+
+
+def release_singleton(profile: Path) -> bool:
+	"""Remove what a Chromium that is gone left of its profile's singleton: the
+	``org.chromium.Chromium.XXXXXX`` directory it made in its TMPDIR for its ``SingletonSocket``, and
+	the three ``Singleton*`` links in the profile. Chromium removes them itself only on a clean exit;
+	killed (as every browser of ours ends), it leaves a directory in /tmp per browser started. Only
+	when the lock names this host and a process that is no longer running, and the directory is ours
+	and holds nothing but the singleton's socket and cookie. True when something was removed."""
+	try:
+		lock = os.readlink(profile / 'SingletonLock')
+		socket_path = Path(os.readlink(profile / 'SingletonSocket'))
+	except OSError:
+		return False
+	host, _, pid_text = lock.rpartition('-')
+	if host != socket.gethostname() or not pid_text.isdigit() or _pid_running(int(pid_text)):
+		return False
+	removed = False
+	folder = socket_path.parent
+	if socket_path.name == 'SingletonSocket' and socket_path.is_absolute() and folder != profile:
+		try:
+			info = folder.lstat()
+			names = os.listdir(folder) if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() else None
+		except OSError:
+			names = None
+		if names is not None and set(names) <= {'SingletonSocket', 'SingletonCookie'}:
+			with contextlib.suppress(OSError):
+				for name in names:
+					(folder / name).unlink()
+				folder.rmdir()
+				removed = True
+	for name in SINGLETON_LINKS:
+		with contextlib.suppress(OSError):
+			(profile / name).unlink()
+	return removed
+
+
+def _pid_running(pid: int) -> bool:
+	"""A process with this pid exists and is not a zombie (one killed, its parent not reaping it yet)."""
+	try:
+		os.kill(pid, 0)
+	except ProcessLookupError:
+		return False
+	except PermissionError:
+		return True
+	try:
+		with open(f'/proc/{pid}/stat', 'rb') as stat_file:
+			return stat_file.read().rpartition(b')')[2].split()[:1] != [b'Z']
+	except OSError:  # no /proc (macOS, BSD): it exists
+		return True
 
 
 def _kill_group(pgid: int) -> None:
@@ -54,6 +109,9 @@ def _remove(state_dir: str, live: set[int]) -> None:
 	deadline = time.monotonic() + 3
 	while any(_group_alive(g) for g in live) and time.monotonic() < deadline:
 		time.sleep(0.05)
+	for profile in Path(state_dir).glob('s-*/profile'):  # its browsers' singleton directories in /tmp
+		with contextlib.suppress(OSError):
+			release_singleton(profile)
 	for _ in range(3):
 		shutil.rmtree(state_dir, ignore_errors=True)
 		if not os.path.exists(state_dir):

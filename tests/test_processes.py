@@ -84,3 +84,49 @@ def test_yielding_to_the_server_lowers_only_a_session_leaders_autogroup(own_sess
 	finally:
 		child.kill()
 		child.wait()
+
+
+def _singleton(tmp_path, pid: int, extra: str | None = None):
+	"""A profile whose singleton names ``pid`` on this host, and the socket directory it points to."""
+	import socket as socket_module
+
+	profile, folder = tmp_path / 'profile', tmp_path / 'org.chromium.Chromium.abc123'
+	profile.mkdir()
+	folder.mkdir()
+	(folder / 'SingletonSocket').write_bytes(b'')  # a socket in real life; unlinked the same way
+	(folder / 'SingletonCookie').symlink_to('12345')
+	if extra:
+		(folder / extra).write_text('not the singleton')
+	(profile / 'SingletonLock').symlink_to(f'{socket_module.gethostname()}-{pid}')
+	(profile / 'SingletonSocket').symlink_to(folder / 'SingletonSocket')
+	(profile / 'SingletonCookie').symlink_to('12345')
+	return profile, folder
+
+
+def test_a_dead_browsers_singleton_directory_and_links_are_removed(tmp_path) -> None:
+	profile, folder = _singleton(tmp_path, _unused_pid())
+	assert sidecar.release_singleton(profile)
+	assert not folder.exists()
+	assert [p.name for p in profile.iterdir()] == []
+
+
+def test_a_running_browsers_singleton_is_left_alone(tmp_path) -> None:
+	profile, folder = _singleton(tmp_path, os.getpid())
+	assert not sidecar.release_singleton(profile)
+	assert sorted(p.name for p in folder.iterdir()) == ['SingletonCookie', 'SingletonSocket']
+	assert len(list(profile.iterdir())) == 3
+
+
+def test_a_socket_directory_holding_anything_else_is_kept(tmp_path) -> None:
+	profile, folder = _singleton(tmp_path, _unused_pid(), extra='notes.txt')
+	assert not sidecar.release_singleton(profile)
+	assert (folder / 'notes.txt').exists() and (folder / 'SingletonSocket').exists()
+	assert list(profile.iterdir()) == [], "the dead browser's links go either way"
+
+
+def test_a_zombie_is_not_running(spawned: list[subprocess.Popen[bytes]]) -> None:
+	child = subprocess.Popen([sys.executable, '-c', 'pass'])
+	spawned.append(child)
+	assert wait_until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, 10)
+	assert not sidecar._pid_running(child.pid)
+	assert sidecar._pid_running(os.getpid())

@@ -128,6 +128,7 @@ class SharedProvider(BrowserProvider):
 		self.router = ContextRouter()
 		self._lock = asyncio.Lock()
 		self._retiring: set[asyncio.Task[None]] = set()
+		self._disposing: set[asyncio.Task[None]] = set()  # shards being disposed of (see _dispose_soon)
 
 	def launch_args(self) -> tuple[str, ...]:
 		return self.launcher.user_args  # the shared Chromiums are launched as a session's own
@@ -231,7 +232,7 @@ class SharedProvider(BrowserProvider):
 			self.shards.remove(shard)
 		for endpoint in list(shard.endpoints):
 			endpoint.died()
-		self._spawn(self._dispose_shard(shard))
+		self._dispose_soon(shard)
 
 	async def release(self, endpoint: ContextEndpoint) -> None:
 		"""A session is done with its context: dispose it, and retire its shard once empty."""
@@ -251,9 +252,10 @@ class SharedProvider(BrowserProvider):
 		async with self._lock:
 			if shard.load or shard.empty_since is None or time.monotonic() - shard.empty_since < self.empty_grace:
 				return
-			if shard in self.shards:
-				self.shards.remove(shard)
-		await self._dispose_shard(shard)
+			if shard not in self.shards:  # retired by another release's task, or found dead
+				return
+			self.shards.remove(shard)
+		self._dispose_soon(shard)
 
 	async def _dispose_shard(self, shard: Shard) -> None:
 		await shard.connection.close()
@@ -266,6 +268,14 @@ class SharedProvider(BrowserProvider):
 		task = asyncio.get_running_loop().create_task(coro)
 		self._retiring.add(task)
 		task.add_done_callback(self._retiring.discard)
+
+	def _dispose_soon(self, shard: Shard) -> None:
+		"""Dispose of a shard in a task of its own that shutdown waits for and never cancels: cut
+		short, its Chromium would be killed but never waited for (nor its singleton's directory in
+		/tmp removed)."""
+		task = asyncio.get_running_loop().create_task(self._dispose_shard(shard))
+		self._disposing.add(task)
+		task.add_done_callback(self._disposing.discard)
 
 	async def problem(self) -> str | None:
 		if self.attach_url is not None:  # the browser someone else runs: does it still answer?
@@ -280,6 +290,7 @@ class SharedProvider(BrowserProvider):
 		for task in list(self._retiring):
 			task.cancel()
 		await asyncio.gather(*self._retiring, return_exceptions=True)
+		await asyncio.gather(*self._disposing, return_exceptions=True)
 		shards, self.shards = list(self.shards), []
 		for shard in shards:
 			shard.dead = True

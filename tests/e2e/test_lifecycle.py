@@ -10,11 +10,13 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import psutil
@@ -28,6 +30,17 @@ from tests.fixtures import isolation_modes
 # every test here runs with a Chromium per session and with contexts of shared Chromiums
 isolation = isolation_modes()
 pytestmark = pytest.mark.usefixtures('isolation')
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+	"""A TMPDIR for a server, short: Chromium puts its singleton socket under TMPDIR (a Unix socket
+	name has 107 bytes), in a directory it removes only on a clean exit."""
+	path = Path(tempfile.mkdtemp(prefix='bum-tmp-', dir='/tmp'))
+	try:
+		yield path
+	finally:
+		shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -79,11 +92,10 @@ async def test_signal_closes_every_session_and_exits_promptly(raw, tmp_path: Pat
 	assert srv_dirs(server.home) == [], 'temporary profiles removed'
 
 
-async def test_stdin_eof_closes_every_session_and_exits(raw, tmp_path: Path, site: str) -> None:
-	scratch = tmp_path / 'tmp'
-	scratch.mkdir()
+async def test_stdin_eof_closes_every_session_and_exits(raw, tmp_path: Path, site: str, scratch: Path) -> None:
 	server = await start(raw, tmp_path / 'home', env=server_env(tmp_path / 'home', TMPDIR=str(scratch)))
 	pids = await open_sessions(server, site, ['a', 'b'])
+	assert list(scratch.glob('org.chromium.*')), "the browsers' singleton directories are in TMPDIR while they run"
 	started = time.monotonic()
 	server.close_stdin()
 	code = await server.wait(15)
@@ -93,6 +105,8 @@ async def test_stdin_eof_closes_every_session_and_exits(raw, tmp_path: Path, sit
 	assert srv_dirs(server.home) == []
 	# browser-use makes a downloads dir in TMPDIR as it is imported; the server removes it
 	assert list(scratch.glob('browser-use-downloads-*')) == []
+	# and each Chromium its singleton's socket directory, which a killed one leaves behind
+	assert list(scratch.glob('org.chromium.*')) == []
 
 
 async def test_client_disconnect_mid_call_leaves_no_state_dir(tmp_path: Path, site: str) -> None:
@@ -113,9 +127,10 @@ async def test_client_disconnect_mid_call_leaves_no_state_dir(tmp_path: Path, si
 	assert srv_dirs(home) == [], 'the temporary state dir is removed on this exit path too'
 
 
-async def test_sigkill_of_the_server_takes_its_browsers_down(raw, tmp_path: Path, site: str) -> None:
-	server = await start(raw, tmp_path / 'home')
+async def test_sigkill_of_the_server_takes_its_browsers_down(raw, tmp_path: Path, site: str, scratch: Path) -> None:
+	server = await start(raw, tmp_path / 'home', env=server_env(tmp_path / 'home', TMPDIR=str(scratch)))
 	pids = await open_sessions(server, site, ['a', 'b', 'c'])
+	assert list(scratch.glob('org.chromium.*'))
 	os.kill(server.pid, signal.SIGKILL)
 	await server.wait(5)
 	started = time.monotonic()
@@ -123,9 +138,10 @@ async def test_sigkill_of_the_server_takes_its_browsers_down(raw, tmp_path: Path
 	print(f'SIGKILL: {len(pids)} browser processes gone {time.monotonic() - started:.2f} s after the server died')
 	# what an MCP client that kills its server does (fastmcp's stdio client at exit): the sidecar cleans up
 	assert await asyncio.to_thread(wait_until, lambda: srv_dirs(server.home) == [], 5), 'state dir of a killed server'
+	assert list(scratch.glob('org.chromium.*')) == [], "the killed browsers' singleton directories"
 
 
-async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_path: Path, site: str) -> None:
+async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_path: Path, site: str, scratch: Path) -> None:
 	home = tmp_path / 'home'
 	state = home / 'state'
 	state.mkdir(parents=True)
@@ -134,7 +150,7 @@ async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_pat
 	dead.wait()
 
 	def chromium(owner: Owner | None, profile: Path) -> subprocess.Popen:
-		env = dict(os.environ)
+		env = dict(os.environ, TMPDIR=str(scratch))
 		argv = [find_chromium(), '--headless=new', '--no-sandbox', BLACKHOLE_PROXY, f'--user-data-dir={profile}', 'about:blank']
 		if owner is not None:
 			env[OWNER_ENV] = owner.token
@@ -142,24 +158,30 @@ async def test_startup_sweep_removes_only_leftovers_of_dead_servers(raw, tmp_pat
 		return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 	stale_dir = state / f'srv-{dead_owner.pid}-leftover'
-	(stale_dir / 'profile').mkdir(parents=True)
+	stale_profile = stale_dir / 's-0123456789abcdef-x' / 'profile'  # where a server keeps a session's profile
+	stale_profile.mkdir(parents=True)
 	(stale_dir / 'owner.json').write_text(json.dumps({'pid': dead_owner.pid, 'started': dead_owner.started}))
 	live_dir = state / 'srv-live-other'
 	live_dir.mkdir()
 	(live_dir / 'owner.json').write_text(json.dumps({'pid': os.getpid(), 'started': Owner.current().started}))
 
-	orphan = chromium(dead_owner, stale_dir / 'profile')
+	orphan = chromium(dead_owner, stale_profile)
 	live_servers = chromium(Owner.current(), tmp_path / 'live-profile')
 	strangers = chromium(None, tmp_path / 'stranger-profile')
 	try:
 		assert await asyncio.to_thread(wait_until, lambda: len(psutil.Process(orphan.pid).children()) > 0, 10)
 		orphan_tree = {orphan.pid, *(c.pid for c in psutil.Process(orphan.pid).children(recursive=True))}
+		assert await asyncio.to_thread(wait_until, lambda: (stale_profile / 'SingletonSocket').is_symlink(), 10)
+		orphan_socket_dir = Path(os.readlink(stale_profile / 'SingletonSocket')).parent
+		assert orphan_socket_dir.parent == scratch
 		server = await start(raw, home)
 		async with server.client() as mcp:
 			await mcp.ok('browser_list_sessions')
 		# the sweep runs in the background, before the first browser starts (not before the handshake)
 		assert await asyncio.to_thread(wait_until, lambda: gone(orphan_tree), 5), 'orphaned browser swept'
 		assert await asyncio.to_thread(wait_until, lambda: not stale_dir.exists(), 5), 'dead server state dir swept'
+		assert not orphan_socket_dir.exists(), "the orphan's singleton directory in its TMPDIR went with it"
+		assert len(list(scratch.glob('org.chromium.*'))) == 2, "the live browsers' singleton directories are left alone"
 		assert live_dir.exists(), 'a live server dir is left alone'
 		assert live_servers.poll() is None, "a live server's browser is left alone"
 		assert strangers.poll() is None, 'an unmarked browser is left alone'
