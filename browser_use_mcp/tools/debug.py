@@ -147,10 +147,16 @@ class Recorder:
 	tasks: set[asyncio.Task[None]] = field(default_factory=set)  # enabling the domains on tabs, in the background
 	speakers: dict[tuple[str, str], str] = field(default_factory=dict)  # (domain, target_id) -> the CDP session recorded for it
 	har: Any = None  # har.HarLog of the session's recording (the ``har`` kind), fed the same Network events
+	# CDP session -> target of the tabs attached since recording began, as Target.attachedToTarget says:
+	# a popup's first events can come before browser-use's session manager has heard of its session
+	attached: dict[str, str] = field(default_factory=dict)
 
 	def target(self, session_id: str | None) -> str | None:
-		if not session_id or self.tabs is None:
+		if not session_id:
 			return None
+		known = self.attached.get(session_id)
+		if known is not None or self.tabs is None:
+			return known
 		try:
 			return self.tabs.get_target_id_from_session_id(session_id)
 		except Exception:
@@ -170,6 +176,7 @@ class Recorder:
 
 	def on_detached(self, params: dict[str, Any], session_id: str | None) -> None:
 		gone = params.get('sessionId')
+		self.attached.pop(gone, None)
 		for target in [t for t, s in self.speakers.items() if s == gone]:
 			del self.speakers[target]
 
@@ -366,6 +373,8 @@ def watch(state: SessionState) -> None:
 		info = params.get('targetInfo') or {}
 		session_id = params.get('sessionId')
 		if info.get('type') in _PAGES and session_id:
+			if info.get('targetId'):
+				rec.attached[session_id] = info['targetId']
 			task = asyncio.get_running_loop().create_task(_enable(root, session_id))
 			pending.add(task)
 			task.add_done_callback(pending.discard)

@@ -3,6 +3,7 @@ CDP session heard per tab (the browser end is tests/e2e/test_console_network.py)
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from browser_use_mcp.tools import debug
@@ -77,3 +78,59 @@ def test_one_cdp_session_is_heard_per_tab_and_domain() -> None:
 	assert rec.heard('Network', 's2')
 	rec.on_detached({'sessionId': 's1'}, None)
 	assert rec.heard('Network', 's1b'), 'once the session heard detaches, another of the tab is'
+
+
+class _Root:
+	"""The root CDP client as the recorder uses it: cdp-use's own event registry, commands answered empty."""
+
+	def __init__(self) -> None:
+		from cdp_use.cdp.registry import EventRegistry
+
+		self._event_registry = EventRegistry()
+		self.sent: list[tuple[str, str | None]] = []
+
+	async def send_raw(self, method: str, params: Any = None, session_id: str | None = None) -> dict[str, Any]:
+		self.sent.append((method, session_id))
+		return {}
+
+
+class _NotYet:
+	"""browser-use's session manager before it has registered a new popup's CDP session."""
+
+	def get_target_id_from_session_id(self, session_id: str) -> str | None:
+		return None
+
+	def get_all_page_targets(self) -> list[Any]:
+		return []
+
+
+class _Session:
+	def __init__(self) -> None:
+		self._cdp_client_root = _Root()
+		self.session_manager = _NotYet()
+
+
+class _State:
+	def __init__(self) -> None:
+		self.browser_session = _Session()
+
+
+async def test_a_popups_first_message_names_its_tab_before_browser_use_knows_the_session() -> None:
+	"""The race tests/e2e/test_console_network.py's popup test lost once: the popup's first console
+	message arrived before browser-use's session manager had its CDP session, and had no tab."""
+	state = _State()
+	debug.watch(state)  # type: ignore[arg-type]
+	root = state.browser_session._cdp_client_root
+	attached = {'sessionId': 'POP-SESSION', 'targetInfo': {'targetId': 'TARGET-POPUP-AB12', 'type': 'page'}}
+	await root._event_registry.handle_event('Target.attachedToTarget', attached, None)
+	message = {'type': 'log', 'args': [{'type': 'string', 'value': 'hello pop'}]}
+	await root._event_registry.handle_event('Runtime.consoleAPICalled', message, 'POP-SESSION')
+	(heard,) = debug.recorder(state).console  # type: ignore[arg-type]
+	assert heard.text == 'hello pop' and heard.tab == 'AB12'
+	for _ in range(100):  # the domains are enabled on the popup in the background
+		if root.sent:
+			break
+		await asyncio.sleep(0.01)
+	assert ('Runtime.enable', 'POP-SESSION') in root.sent
+	await root._event_registry.handle_event('Target.detachedFromTarget', {'sessionId': 'POP-SESSION'}, None)
+	assert 'POP-SESSION' not in debug.recorder(state).attached  # type: ignore[arg-type]
