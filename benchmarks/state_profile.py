@@ -1,10 +1,12 @@
-"""Where browser_get_state's time goes: ``python -m benchmarks.state_profile [--repeats N] [--heavy]``.
+"""Where browser_get_state's time goes: ``python -m benchmarks.state_profile [--repeats N] [--heavy] [--timeline]``.
 
 Drives a SessionRegistry in process (no MCP transport) in both isolation modes, wraps each step
 of a capture with ``time.perf_counter`` (our own steps and browser-use's), and prints the median
 of each step over ``--repeats`` warm captures of the benchmark's home page (or the heavy page).
 Each wrapped step is timed on its own; nested steps overlap their parents, so the column does not
-add up. Figures only: nothing here passes or fails.
+add up. ``--timeline`` also prints every CDP command of three warm captures (sent, answered, how
+many in flight): the round trips a capture waits for one after another. Figures only: nothing here
+passes or fails.
 """
 
 from __future__ import annotations
@@ -104,7 +106,9 @@ def instrument() -> None:
 	DomService.get_serialized_dom_tree = with_breakdown
 
 
-async def profile(site: str, isolation: str, path: str, repeats: int, cprofile: bool = False) -> dict[str, float]:
+async def profile(
+	site: str, isolation: str, path: str, repeats: int, cprofile: bool = False, timeline: bool = False
+) -> dict[str, float]:
 	from browser_use_mcp.catalog import Catalog
 	from browser_use_mcp.config import load_config
 	from browser_use_mcp.sessions import SessionRegistry
@@ -132,9 +136,45 @@ async def profile(site: str, isolation: str, path: str, repeats: int, cprofile: 
 		if profiler:
 			profiler.disable()
 			pstats.Stats(profiler, stream=sys.stderr).sort_stats('tottime').print_stats(40)
+		if timeline:
+			await print_timeline(registry, catalog, isolation)
 	finally:
 		await registry.shutdown()
 	return {label: round(statistics.median(values) * 1000, 2) for label, values in sorted(_samples.items())}
+
+
+async def print_timeline(registry: Any, catalog: Any, isolation: str, captures: int = 3) -> None:
+	"""Every CDP command of a few warm captures, in the order sent: when it was sent and answered
+	(ms from the capture's start) and how many were in flight, to stderr. Commands that could be
+	sent together but are sent one after another show here as a staircase."""
+	from browser_use_mcp.tools.base import Call
+
+	(state,) = [s for s in registry.sessions() if s.session_id == 'prof']
+	root = state.browser_session._cdp_client_root
+	original = root.send_raw
+	log: list[tuple[str, float, float]] = []
+	t0 = 0.0
+
+	async def send_raw(method: str, params: Any = None, session_id: str | None = None) -> Any:
+		started = time.perf_counter()
+		try:
+			return await original(method, params, session_id)
+		finally:
+			log.append((method, started - t0, time.perf_counter() - t0))
+
+	root.send_raw = send_raw
+	try:
+		for n in range(captures):
+			log.clear()
+			t0 = time.perf_counter()
+			await catalog.call('browser_get_state', {'session_id': 'prof'}, Call())
+			total = time.perf_counter() - t0
+			print(f'\n{isolation}: capture {n + 1}, {total * 1000:.2f} ms, {len(log)} CDP commands', file=sys.stderr)
+			for method, sent, answered in sorted(log, key=lambda e: e[1]):
+				in_flight = sum(1 for _, s2, a2 in log if s2 <= sent < a2)
+				print(f'  {sent * 1000:7.2f} -> {answered * 1000:7.2f}  ({in_flight} in flight)  {method}', file=sys.stderr)
+	finally:
+		del root.send_raw
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -147,7 +187,7 @@ async def main(args: argparse.Namespace) -> None:
 	with PageServer() as site:
 		site.httpd.handle_error = lambda *_: None
 		for isolation in args.isolation:
-			results[isolation] = await profile(site.url, isolation, path, args.repeats, args.cprofile)
+			results[isolation] = await profile(site.url, isolation, path, args.repeats, args.cprofile, args.timeline)
 	labels = sorted({label for r in results.values() for label in r}, key=lambda s: (not s.startswith('total'), s))
 	rows = [[label, *(results[i].get(label, '') for i in args.isolation)] for label in labels]
 	print(table(f'get_state steps, median ms over {args.repeats} warm captures of {path}', ['step', *args.isolation], rows))
@@ -159,6 +199,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser.add_argument('--heavy', action='store_true', help='profile the heavy page instead of the home page')
 	parser.add_argument('--cprofile', action='store_true', help='also print cProfile (by own time) to stderr')
 	parser.add_argument('--isolation', type=lambda v: v.split(','), default=['browser', 'context'])
+	parser.add_argument('--timeline', action='store_true', help='also print each CDP command of three warm captures to stderr')
 	return parser.parse_args(argv)
 
 
