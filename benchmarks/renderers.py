@@ -5,6 +5,8 @@ version and isolation mode.
     .venv/bin/python -m benchmarks.renderers                      # the Chromium the server would use
     .venv/bin/python -m benchmarks.renderers --chromium /usr/lib/chromium/chromium \\
         --chromium /opt/chromium-150/usr/lib/chromium/chromium    # several, side by side
+    .venv/bin/python -m benchmarks.renderers --isolation context --sessions 32 \\
+        --variant no-zygote --variant after --by-process          # the zygote's saving, by process
 
 For every Chromium, isolation mode and flag set, a separate process (``--child``, with the
 isolated environment of the other benchmarks) drives the session registry in process, as
@@ -32,7 +34,7 @@ from typing import Any
 import psutil
 
 OMNIBOX_WEBUI = ('WebUIOmniboxPopup', 'WebUIOmniboxAimPopup')
-VARIANTS = ('before', 'after')
+VARIANTS = ('before', 'after', 'no-zygote')  # "before"/"after": the omnibox WebUI flags; "no-zygote": after, with --no-zygote
 MODES = ('browser', 'context')
 SETTLE = 3.0
 
@@ -50,9 +52,11 @@ def without_omnibox_webui(args: list[str]) -> list[str]:
 async def child(sessions: int, variant: str) -> dict[str, Any]:
 	from browser_use_mcp.providers import process as process_provider
 
-	if variant == 'before':  # the name the launcher calls (shared Chromiums are launched by it too)
-		shipped = process_provider.chromium_args
+	shipped = process_provider.chromium_args  # the name the launcher calls (shared Chromiums are launched by it too)
+	if variant == 'before':
 		process_provider.chromium_args = lambda *a, **kw: without_omnibox_webui(shipped(*a, **kw))
+	elif variant == 'no-zygote':  # every renderer started from scratch, as browser-use's flags had it before 2026-11-27
+		process_provider.chromium_args = lambda *a, **kw: [*shipped(*a, **kw), '--no-zygote']
 
 	from browser_use_mcp.catalog import Catalog
 	from browser_use_mcp.config import load_config
@@ -73,14 +77,19 @@ async def child(sessions: int, variant: str) -> dict[str, Any]:
 			await asyncio.sleep(SETTLE)
 			tree = [p for p in psutil.Process().children(recursive=True) if not is_sidecar(p)]
 			pss = processes = 0
+			kinds: dict[str, list[float]] = {}  # process type -> PSS of each, MB
 			for proc in tree:
 				try:
 					if 'chrom' not in proc.name().lower():
 						continue
-					pss += proc.memory_full_info().pss
-					processes += 1
+					one = proc.memory_full_info().pss
+					kind = process_kind(proc.cmdline())
 				except psutil.Error:
 					continue
+				pss += one
+				processes += 1
+				kinds.setdefault(kind, []).append(one / 2**20)
+			kinds['python server'] = [psutil.Process().memory_full_info().pss / 2**20]
 			renderers = renderer_cmdlines(tree)
 			version = await asyncio.to_thread(browser_version, registry)
 		finally:
@@ -93,7 +102,17 @@ async def child(sessions: int, variant: str) -> dict[str, Any]:
 		'ui_renderers': sum(1 for r in renderers if ui_switches(r)),
 		'pss_mb': round(pss / 2**20, 1),
 		'pss_per_session_mb': round(pss / 2**20 / sessions, 1),
+		'by_process': {kind: {'count': len(v), 'pss_mb': round(sum(v), 1)} for kind, v in sorted(kinds.items())},
 	}
+
+
+def process_kind(cmdline: list[str]) -> str:
+	"""browser, zygote, renderer, utility, gpu-process...: Chromium's --type switch (none: the browser)."""
+	for arg in cmdline:
+		if arg.startswith('--type='):
+			kind = arg.split('=', 1)[1]
+			return f'{kind} (UI)' if kind == 'renderer' and any('top-chrome-webui' in a for a in cmdline) else kind
+	return 'browser'
 
 
 def browser_version(registry: Any) -> str:
@@ -138,6 +157,23 @@ async def run_one(chromium: str, mode: str, variant: str, sessions: int) -> dict
 		shutil.rmtree(home, ignore_errors=True)
 
 
+def show_by_process(results: list[dict[str, Any]]) -> str:
+	"""Where each run's PSS is, by process type (the Python process driving the sessions included)."""
+	from benchmarks.common import table
+
+	rows = []
+	for r in results:
+		for kind, figures in r['by_process'].items():
+			each = figures['pss_mb'] / figures['count'] if figures['count'] else 0.0
+			rows.append([r['chromium'], r['mode'], r['variant'], kind, figures['count'], figures['pss_mb'], round(each, 1)])
+	n = results[0]['sessions'] if results else 0
+	return table(
+		f'PSS by process type, {n} sessions (home page loaded)',
+		['Chromium', 'isolation', 'variant', 'process', 'count', 'PSS (MB)', 'each (MB)'],
+		rows,
+	)
+
+
 def show(results: list[dict[str, Any]]) -> str:
 	from benchmarks.common import table
 
@@ -179,12 +215,15 @@ async def main(args: argparse.Namespace) -> int:
 			print('no Chromium found: pass --chromium', file=sys.stderr)
 			return 1
 		for mode in args.isolation or MODES:
-			for variant in VARIANTS:
+			for variant in args.variant or VARIANTS[:2]:
 				result = await run_one(chromium, mode, variant, args.sessions)
 				result.update(mode=mode, variant=variant, executable=chromium)
 				results.append(result)
 				print(f'{result["chromium"]} {mode} {variant}: {result}', file=sys.stderr)
-	print(show(results))
+	if {'before', 'after'} <= {r['variant'] for r in results}:
+		print(show(results))
+	if args.by_process:
+		print(show_by_process(results))
 	print(json.dumps(results))
 	return 0
 
@@ -196,6 +235,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser.add_argument('--chromium', action='append', help='a Chromium binary (repeat to compare versions)')
 	parser.add_argument('--isolation', action='append', choices=MODES, help='one mode (default: both)')
 	parser.add_argument('--sessions', type=int, default=8)
+	parser.add_argument(
+		'--variant',
+		action='append',
+		choices=VARIANTS,
+		help='flag sets to run (default: before and after); no-zygote: the shipped flags plus --no-zygote',
+	)
+	parser.add_argument('--by-process', action='store_true', help='also print PSS by process type for every run')
 	parser.add_argument('--child', choices=VARIANTS, help=argparse.SUPPRESS)
 	return parser.parse_args(argv)
 
