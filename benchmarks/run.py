@@ -7,8 +7,9 @@ Sections (all through real MCP clients over stdio, real headless Chromium, pages
   b  N = 1, 2, 4, 8 agents running navigate, get_state, click link, get_state, go_back: one of
      our servers vs N upstream servers side by side; wall time and PSS
   c  session acquire latency: cold, with --prewarm, and upstream's spawn-to-first-navigate
-  d  warm per-tool latency vs upstream (navigate, get_state, click, screenshot) and our
-     routing overhead per call (in process)
+  d  warm per-tool latency vs upstream (navigate, get_state, click, screenshot), our
+     routing overhead per call (in process), and a no-browser call's round trip over our
+     stdio pipe transport vs the SDK's
   e  the most concurrent sessions one server holds without error (slow; capped)
   f  memory of one session's Chromium tree with and without our process-saving launch flags
      (in a separate process driving the registry directly, not over MCP)
@@ -344,6 +345,21 @@ async def bench_tools(site: str, quick: bool) -> dict[str, Any]:
 			'upstream_ms': [round(t * 1000, 1) for t in upstream[tool]],
 		}
 	out['routing'] = await routing_overhead()
+	out['stdio'] = await stdio_round_trips(100 if quick else 400)
+	return out
+
+
+async def stdio_round_trips(calls: int, rounds: int = 3) -> dict[str, list[float]]:
+	"""p50 of a call that needs no browser (browser_list_sessions) over stdio, our server with its
+	pipe transport (BROWSER_USE_MCP_STDIO_PIPES=true, the default) and with the SDK's, alternating."""
+	out: dict[str, list[float]] = {'pipes': [], 'sdk': []}
+	for _ in range(rounds):
+		for label, flag in (('pipes', 'true'), ('sdk', 'false')):
+			async with server('ours', env_extra={'BROWSER_USE_MCP_STDIO_PIPES': flag}) as srv:
+				for _ in range(20):  # warm up
+					await srv.ok('browser_list_sessions')
+				trips = [(await srv.ok('browser_list_sessions'))[1] for _ in range(calls)]
+			out[label].append(round(statistics.median(trips) * 1000, 2))
 	return out
 
 
@@ -357,6 +373,8 @@ def show_tools(r: dict[str, Any]) -> str:
 		text
 		+ f'\nRouting overhead per call (in process, no-op tool): {routing["routed_p50_us"] - routing["direct_p50_us"]:.1f} µs '
 		f'({routing["routed_p50_us"]} µs routed vs {routing["direct_p50_us"]} µs direct)\n'
+		+ f'MCP round trip of a call needing no browser, p50 per round (ms): stdio on pipes {r["stdio"]["pipes"]}, '
+		f"the SDK's stdio transport {r['stdio']['sdk']}\n"
 	)
 
 
