@@ -107,12 +107,11 @@ async def child(sessions: int, variant: str) -> dict[str, Any]:
 
 
 def process_kind(cmdline: list[str]) -> str:
-	"""browser, zygote, renderer, utility, gpu-process...: Chromium's --type switch (none: the browser)."""
-	for arg in cmdline:
-		if arg.startswith('--type='):
-			kind = arg.split('=', 1)[1]
-			return f'{kind} (UI)' if kind == 'renderer' and any('top-chrome-webui' in a for a in cmdline) else kind
-	return 'browser'
+	"""Chromium's process type (processes.chromium_kind), a browser-UI renderer told apart."""
+	from browser_use_mcp.processes import chromium_kind
+
+	kind = chromium_kind(cmdline)
+	return f'{kind} (UI)' if kind == 'renderer' and any('top-chrome-webui' in a for a in cmdline) else kind
 
 
 def browser_version(registry: Any) -> str:

@@ -87,6 +87,12 @@ def is_sidecar(proc: psutil.Process) -> bool:
 	return False
 
 
+def chromium_kind(cmdline: list[str]) -> str:
+	"""A Chromium process's ``--type`` (renderer, zygote, utility, gpu-process...; ``browser`` for the
+	browser process itself, which has none)."""
+	return next((arg.split('=', 1)[1] for arg in cmdline if arg.startswith('--type=')), 'browser')
+
+
 def process_tree(pid: int) -> list[psutil.Process]:
 	"""A process and all its descendants (empty when it is gone)."""
 	try:

@@ -20,6 +20,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.doctor import renderer_cmdlines, ui_switches
+from browser_use_mcp.processes import chromium_kind
 from harness.servers import Background, Mcp, running_server, server_env
 from tests.fixtures import isolation_modes
 
@@ -78,9 +79,7 @@ def _renderer_processes(server_pid: int) -> list[psutil.Process]:
 
 
 def _kind(proc: psutil.Process | None) -> str:
-	"""A Chromium process's ``--type`` (``browser`` for the browser process itself)."""
 	try:
-		cmdline = proc.cmdline() if proc is not None else []
+		return chromium_kind(proc.cmdline() if proc is not None else [])
 	except psutil.Error:
 		return 'gone'
-	return next((arg.split('=', 1)[1] for arg in cmdline if arg.startswith('--type=')), 'browser')
