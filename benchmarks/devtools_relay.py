@@ -8,7 +8,11 @@ the dead proxy of the test suite), a corpus page (default: python stdtypes, ~17,
 install with ``python -m benchmarks.corpus --setup``), and for each of browser-use's three tree
 requests, and two synthetic answers of the same size, the answer's JSON size, the CPU time the
 browser's main thread spent while it was made and sent (from /proc, per thread), and the wall
-time. Figures only: nothing passes or fails.
+time. ``--pipes`` asks for the three trees over a DevTools pipe instead, once in JSON mode
+(``--remote-debugging-pipe``, what the server uses) and once in CBOR mode
+(``--remote-debugging-pipe=cbor``, where Chromium sends its own CBOR as it is), alternating, with
+a minimal CBOR codec for the few small messages around them. Figures only: nothing passes or
+fails.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
@@ -98,6 +104,162 @@ async def measure(chromium: str, url: str, rounds: int) -> list[dict[str, Any]]:
 		shutil.rmtree(profile, ignore_errors=True)
 
 
+# -- the same trees over a DevTools pipe, JSON or CBOR ------------------------------------------
+
+
+def cbor_encode(value: Any) -> bytes:
+	"""A command as Chromium's CBOR wants it: maps indefinite-length inside an envelope."""
+	if isinstance(value, bool):
+		return b'\xf5' if value else b'\xf4'
+	if isinstance(value, int):
+		return _head(0, value) if value >= 0 else _head(1, -1 - value)
+	if isinstance(value, str):
+		data = value.encode()
+		return _head(3, len(data)) + data
+	if isinstance(value, list):
+		return b'\x9f' + b''.join(cbor_encode(v) for v in value) + b'\xff'
+	if isinstance(value, dict):
+		inner = b'\xbf' + b''.join(cbor_encode(k) + cbor_encode(v) for k, v in value.items()) + b'\xff'
+		return b'\xd8\x18\x5a' + struct.pack('>I', len(inner)) + inner
+	raise TypeError(f'cannot encode {type(value).__name__}')
+
+
+def _head(major: int, n: int) -> bytes:
+	if n < 24:
+		return bytes([major << 5 | n])
+	if n < 256:
+		return bytes([major << 5 | 24, n])
+	if n < 65536:
+		return bytes([major << 5 | 25]) + struct.pack('>H', n)
+	return bytes([major << 5 | 26]) + struct.pack('>I', n)
+
+
+def cbor_decode(data: bytes, i: int = 0) -> tuple[Any, int]:
+	"""The value at ``i`` and where it ends: enough of CBOR for small DevTools answers and events."""
+	first = data[i]
+	major, info = first >> 5, first & 31
+	i += 1
+	if first == 0xD8 and data[i] == 0x18:  # an envelope: tag 24, then a byte string with 4-byte length
+		return cbor_decode(data, i + 6)
+	if info < 24:
+		n = info
+	elif info in (24, 25, 26, 27):
+		size = 1 << (info - 24)
+		n = int.from_bytes(data[i : i + size], 'big')
+		i += size
+	else:
+		n = -1  # indefinite length, or a simple value
+	if major == 0:
+		return n, i
+	if major == 1:
+		return -1 - n, i
+	if major in (2, 3):  # Chromium sends non-ASCII strings as UTF-16LE byte strings
+		return data[i : i + n].decode('utf-8' if major == 3 else 'utf-16-le', 'replace'), i + n
+	if major in (4, 5):
+		items: list[Any] = []
+		count = n * (2 if major == 5 else 1)
+		while (count < 0 and data[i] != 0xFF) or len(items) < count:
+			item, i = cbor_decode(data, i)
+			items.append(item)
+		i += 1 if count < 0 else 0
+		return (dict(zip(items[::2], items[1::2], strict=True)) if major == 5 else items), i
+	if major == 6:
+		return cbor_decode(data, i)
+	if first == 0xFB:
+		return struct.unpack('>d', data[i : i + 8])[0], i + 8
+	return {0xF4: False, 0xF5: True, 0xF6: None}.get(first), i
+
+
+class DevToolsPipe:
+	"""A headless Chromium driven over ``--remote-debugging-pipe`` (``cbor``: in CBOR mode)."""
+
+	def __init__(self, chromium: str, cbor: bool) -> None:
+		self.cbor = cbor
+		child_read, self.write_fd = os.pipe()
+		self.read_fd, child_write = os.pipe()
+		self.profile = Path(tempfile.mkdtemp(prefix='bench-relay-', dir='/tmp'))
+
+		def as_fds_3_and_4() -> None:
+			read, write = os.dup(child_read), os.dup(child_write)  # dup2 onto itself would keep close-on-exec
+			os.dup2(read, 3)
+			os.dup2(write, 4)
+
+		flag = '--remote-debugging-pipe=cbor' if cbor else '--remote-debugging-pipe'
+		self.proc = subprocess.Popen(
+			[chromium, *ARGS[:-1], f'--user-data-dir={self.profile}', flag, 'about:blank'],
+			preexec_fn=as_fds_3_and_4,
+			close_fds=False,
+			stdout=subprocess.DEVNULL,
+			stderr=subprocess.DEVNULL,
+		)
+		os.close(child_read)
+		os.close(child_write)
+		self.buffer = b''
+		self.ids = 0
+
+	def _message(self) -> bytes:
+		while True:
+			if self.cbor and len(self.buffer) >= 7:
+				end = 7 + struct.unpack('>I', self.buffer[3:7])[0]
+				if len(self.buffer) >= end:
+					message, self.buffer = self.buffer[:end], self.buffer[end:]
+					return message
+			elif not self.cbor and (end := self.buffer.find(b'\0')) >= 0:
+				message, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
+				return message
+			chunk = os.read(self.read_fd, 1 << 20)
+			if not chunk:
+				raise EOFError('Chromium closed its DevTools pipe')
+			self.buffer += chunk
+
+	def call(self, method: str, params: dict[str, Any], session: str | None = None) -> tuple[dict[str, Any] | None, int]:
+		"""The answer (decoded when small) and its size in bytes."""
+		self.ids += 1
+		message: dict[str, Any] = {'id': self.ids, 'method': method, 'params': params}
+		if session:
+			message['sessionId'] = session
+		os.write(self.write_fd, cbor_encode(message) if self.cbor else json.dumps(message).encode() + b'\0')
+		while True:
+			raw = self._message()
+			if len(raw) > 100_000:  # the large answer (the events around it are small)
+				return None, len(raw)
+			decoded = cbor_decode(raw)[0] if self.cbor else json.loads(raw)
+			if decoded.get('id') == self.ids:
+				return decoded, len(raw)
+
+	def close(self) -> None:
+		self.proc.kill()
+		self.proc.wait()
+		os.close(self.read_fd)
+		os.close(self.write_fd)
+		shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def over_pipe(chromium: str, url: str, cbor: bool, rounds: int) -> list[dict[str, Any]]:
+	pipe = DevToolsPipe(chromium, cbor)
+	try:
+		created, _ = pipe.call('Target.createTarget', {'url': 'about:blank'})
+		assert created is not None
+		attached, _ = pipe.call('Target.attachToTarget', {'targetId': created['result']['targetId'], 'flatten': True})
+		assert attached is not None
+		session = attached['result']['sessionId']
+		pipe.call('Page.navigate', {'url': url}, session)
+		time.sleep(3)
+		rows = []
+		for label, method, params in REQUESTS[:3]:
+			row: dict[str, Any] = {'request': label, 'mode': 'CBOR' if cbor else 'JSON', 'ui_ms': [], 'wall_ms': []}
+			for _ in range(rounds):
+				cpu, started = main_thread_cpu(pipe.proc.pid), time.perf_counter()
+				_, size = pipe.call(method, params, session)
+				row['wall_ms'].append(round((time.perf_counter() - started) * 1000))
+				row['ui_ms'].append(round((main_thread_cpu(pipe.proc.pid) - cpu) * 1000))
+				row['mb'] = size / 1e6
+			rows.append(row)
+		return rows
+	finally:
+		pipe.close()
+
+
 def run(args: argparse.Namespace) -> None:
 	from benchmarks.common import table
 	from benchmarks.corpus import PAGES, CorpusServer
@@ -106,11 +268,26 @@ def run(args: argparse.Namespace) -> None:
 
 	page = next(p for p in PAGES if args.page in p.name)
 	chromium = find_chromium() or 'chromium'
+	version = chromium_version(chromium).split(' built')[0]
+	if args.pipes:
+		with CorpusServer() as corpus:
+			rows = []
+			for _ in range(2):  # alternating: a busy machine hurts both modes alike
+				for cbor in (False, True):
+					rows += over_pipe(chromium, corpus.url + page.path, cbor, args.rounds)
+		print(
+			table(
+				f"The browser process's main thread per tree over the DevTools pipe, JSON vs CBOR mode, {page.name}, {version}",
+				['answer', 'pipe mode', 'size (MB)', 'main thread CPU (ms), each round', 'wall (ms), each round'],
+				[[r['request'], r['mode'], round(r['mb'], 1), r['ui_ms'], r['wall_ms']] for r in rows],
+			)
+		)
+		return
 	with CorpusServer() as corpus:
 		rows = asyncio.run(measure(chromium, corpus.url + page.path, args.rounds))
 	print(
 		table(
-			f"The browser process's main thread per DevTools answer, {page.name}, {chromium_version(chromium).split(' built')[0]}",
+			f"The browser process's main thread per DevTools answer, {page.name}, {version}",
 			['answer', 'JSON (MB)', 'main thread CPU (ms), each round', 'wall (ms), each round'],
 			[[r['request'], round(r['mb'], 1), r['ui_ms'], r['wall_ms']] for r in rows],
 		)
@@ -121,6 +298,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser = argparse.ArgumentParser(prog='python -m benchmarks.devtools_relay', description=__doc__)
 	parser.add_argument('--page', default='python stdtypes', help='a corpus page, by (part of its) name')
 	parser.add_argument('--rounds', type=int, default=3)
+	parser.add_argument('--pipes', action='store_true', help='the trees over a DevTools pipe in JSON mode vs in CBOR mode')
 	return parser.parse_args(argv)
 
 
