@@ -482,11 +482,19 @@ def chromium_args(
 	return [arg for key, arg in merged.items() if key not in DEVTOOLS_SWITCHES]
 
 
+_DEFAULT_DOWNLOADS_DROPPED = False
+
+
 def drop_default_downloads_dir() -> None:
 	"""Remove the empty downloads directory browser-use makes in the system temp dir when it is
 	imported (``DEFAULT_BROWSER_PROFILE``'s, ``/tmp/browser-use-downloads-<id>``): the server never
 	uses that profile (every session has its own downloads directory), and each server start would
-	otherwise leave one behind. A directory that holds anything is kept."""
+	otherwise leave one behind, as would every ``doctor`` run. A directory that holds anything is
+	kept. Once per process (build_profile calls it too)."""
+	global _DEFAULT_DOWNLOADS_DROPPED
+	if _DEFAULT_DOWNLOADS_DROPPED:
+		return
+	_DEFAULT_DOWNLOADS_DROPPED = True
 	from browser_use.browser.session import DEFAULT_BROWSER_PROFILE
 
 	path = DEFAULT_BROWSER_PROFILE.downloads_path
@@ -503,6 +511,8 @@ def build_profile(base: dict[str, Any], dirs: SessionDirs, headless: bool, overr
 	from browser_use.browser import BrowserProfile
 
 	from browser_use_mcp.config import UPSTREAM_PROFILE_DEFAULTS
+
+	drop_default_downloads_dir()
 
 	data: dict[str, Any] = {**UPSTREAM_PROFILE_DEFAULTS, **base}
 	for key in ('executable_path', 'cdp_url', 'is_local', 'file_system_path', 'use_cloud', 'cloud_browser_params'):

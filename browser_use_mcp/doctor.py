@@ -9,6 +9,7 @@ runs headless on a throw-away profile and is killed before the report is printed
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -712,6 +713,10 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	checks.extend(check_versions())
 	checks.extend(check_patches(config))
 	checks.append(check_private_reads())
+	from browser_use_mcp.browser import drop_default_downloads_dir
+
+	with contextlib.suppress(Exception):  # browser-use is imported by now: its empty /tmp dir goes
+		drop_default_downloads_dir()
 	return checks
 
 

@@ -90,7 +90,9 @@ def test_missing_browser_fails_the_report(tmp_path: Path) -> None:
 
 
 def test_doctor_command_exit_codes(tmp_path: Path) -> None:
-	env = server_env(tmp_path / 'home')
+	scratch = tmp_path / 'tmp'  # the system temp dir of the command (Chromium's own is kept short)
+	scratch.mkdir()
+	env = server_env(tmp_path / 'home', TMPDIR=str(scratch))
 	bad = subprocess.run(
 		[sys.executable, '-m', 'browser_use_mcp', 'doctor', '--chromium', str(tmp_path / 'nope')],
 		capture_output=True,
@@ -106,6 +108,8 @@ def test_doctor_command_exit_codes(tmp_path: Path) -> None:
 	)
 	assert good.returncode == 0, good.stdout + good.stderr
 	assert 'The server can run' in good.stdout
+	# browser-use makes a downloads dir in the temp dir as it is imported: doctor removes it too
+	assert list(scratch.glob('browser-use-downloads-*')) == []
 
 
 class _Out:
