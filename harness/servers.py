@@ -178,6 +178,9 @@ def user_chromium(profile: Path, *args: str) -> Iterator[tuple[str, subprocess.P
 	finally:
 		os.killpg(proc.pid, signal.SIGKILL)
 		proc.wait(5)
+		from browser_use_mcp.sidecar import release_singleton
+
+		release_singleton(profile)  # killed, it leaves its singleton's directory in /tmp
 
 
 class Background:
