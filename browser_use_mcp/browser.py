@@ -289,6 +289,8 @@ class ChromiumProcess:
 	async def launch(
 		cls, executable: str, args: list[str], profile_dir: Path, owner: Owner, timeout: float = LAUNCH_TIMEOUT
 	) -> ChromiumProcess:
+		with contextlib.suppress(Exception):  # a profile reopened after a killed server: its old singleton's /tmp dir
+			release_singleton(profile_dir)
 		env = dict(os.environ)
 		env[OWNER_ENV] = owner.token
 		# Chromium writes crash-report settings under XDG_CONFIG_HOME whatever --user-data-dir
