@@ -371,3 +371,36 @@ async def test_without_either_guard_the_devtools_pipe_still_ends_the_browsers(ra
 	async with follower.client() as mcp:
 		await mcp.ok('browser_list_sessions')
 	assert await asyncio.to_thread(wait_until, lambda: not any(d.exists() for d in left), 5), 'the next start-up swept it'
+
+
+async def test_a_profile_reopened_after_a_killed_browser_loses_that_browsers_singleton_dir(
+	tmp_path: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+	"""A durable or persistent profile whose browser was killed with its server keeps links to that
+	browser's singleton directory in /tmp: the next Chromium on it removes that directory."""
+	import socket
+
+	from browser_use_mcp.browser import ChromiumProcess
+
+	monkeypatch.setenv('TMPDIR', str(scratch))
+	profile = tmp_path / 'profile'
+	profile.mkdir()
+	dead = subprocess.Popen([sys.executable, '-c', 'pass'])
+	dead.wait()
+	stale = scratch / 'org.chromium.Chromium.KILLED'
+	stale.mkdir()
+	(stale / 'SingletonSocket').write_bytes(b'')
+	(stale / 'SingletonCookie').symlink_to('1234')
+	(profile / 'SingletonLock').symlink_to(f'{socket.gethostname()}-{dead.pid}')
+	(profile / 'SingletonSocket').symlink_to(stale / 'SingletonSocket')
+	(profile / 'SingletonCookie').symlink_to('1234')
+	args = ['--headless=new', '--no-sandbox', f'--user-data-dir={profile}', BLACKHOLE_PROXY]
+	chromium = await ChromiumProcess.launch(find_chromium() or '', args, profile, Owner.current())
+	try:
+		assert not stale.exists()
+		assert await asyncio.to_thread(wait_until, lambda: (profile / 'SingletonSocket').is_symlink(), 10)
+		now = Path(os.readlink(profile / 'SingletonSocket')).parent
+		assert now.parent == scratch and now.is_dir()
+	finally:
+		await chromium.kill()
+	assert not now.exists(), "and this one's, once it is gone"
