@@ -33,7 +33,7 @@ from browser_use_mcp.cdp_pipe import CHILD_READ_FD, CHILD_WRITE_FD, PipeMux, ins
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.patches import internals
 from browser_use_mcp.processes import OWNER_ENV, OWNER_SWITCH, Owner, owner_of, process_tree, wait_gone, yield_to_the_server
-from browser_use_mcp.sidecar import release_singleton
+from browser_use_mcp.sidecar import release_singleton, release_singletons
 
 logger = logging.getLogger('browser_use_mcp.browser')
 
@@ -214,8 +214,7 @@ def sweep_orphans(base: Path, me: Owner | None = None) -> SweepReport:
 				continue
 			if owner.alive():
 				continue
-			for profile in child.glob('s-*/profile'):  # its browsers' singleton directories in /tmp
-				release_singleton(profile)
+			release_singletons(child)  # its browsers' singleton directories in /tmp
 			for _ in range(3):
 				shutil.rmtree(child, ignore_errors=True)
 				if not child.exists():

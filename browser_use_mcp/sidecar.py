@@ -68,6 +68,14 @@ def release_singleton(profile: Path) -> bool:
 	return removed
 
 
+def release_singletons(state_dir: str | os.PathLike[str]) -> None:
+	"""``release_singleton`` for every session profile of a server's state directory
+	(``<state dir>/s-*/profile``, as ``browser.StateDir`` lays them out), before it is deleted."""
+	with contextlib.suppress(OSError):
+		for profile in Path(state_dir).glob('s-*/profile'):
+			release_singleton(profile)
+
+
 def _pid_running(pid: int) -> bool:
 	"""A process with this pid exists and is not a zombie (one killed, its parent not reaping it yet)."""
 	try:
@@ -109,9 +117,7 @@ def _remove(state_dir: str, live: set[int]) -> None:
 	deadline = time.monotonic() + 3
 	while any(_group_alive(g) for g in live) and time.monotonic() < deadline:
 		time.sleep(0.05)
-	for profile in Path(state_dir).glob('s-*/profile'):  # its browsers' singleton directories in /tmp
-		with contextlib.suppress(OSError):
-			release_singleton(profile)
+	release_singletons(state_dir)  # its browsers' singleton directories in /tmp
 	for _ in range(3):
 		shutil.rmtree(state_dir, ignore_errors=True)
 		if not os.path.exists(state_dir):
