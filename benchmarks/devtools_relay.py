@@ -31,7 +31,7 @@ from typing import Any
 
 import psutil
 
-ARGS = ['--headless=new', '--no-sandbox', '--proxy-server=http://127.0.0.1:9', '--remote-debugging-port=0']
+ARGS = ['--headless=new', '--no-sandbox', '--proxy-server=http://127.0.0.1:9']  # the pipe's browser (loopback only)
 # what browser-use's DomService asks for (0.13.14), and answers of a like size made in the page
 REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
 	(
@@ -62,46 +62,38 @@ def main_thread_cpu(pid: int) -> float:
 	return 0.0
 
 
-async def measure(chromium: str, url: str, rounds: int) -> list[dict[str, Any]]:
+async def measure(url: str, rounds: int) -> list[dict[str, Any]]:
+	"""Over a DevTools websocket: the browser a user starts (the test suite's ``user_chromium``)."""
 	from cdp_use import CDPClient
 
-	profile = Path(tempfile.mkdtemp(prefix='bench-relay-', dir='/tmp'))
-	proc = await asyncio.create_subprocess_exec(
-		chromium, *ARGS, f'--user-data-dir={profile}', 'about:blank', stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-	)
-	client = None
-	try:
-		port_file = profile / 'DevToolsActivePort'
-		for _ in range(200):
-			if port_file.is_file() and len(port_file.read_text().split()) == 2:
-				break
-			await asyncio.sleep(0.05)
-		port, path = port_file.read_text().split()
-		client = CDPClient(f'ws://127.0.0.1:{port}{path}')
+	from browser_use_mcp.providers.cdp_client import browser_ws_url
+	from harness.servers import user_chromium
+
+	with tempfile.TemporaryDirectory(prefix='bench-relay-', dir='/tmp') as tmp, user_chromium(Path(tmp)) as (cdp_url, proc):
+		client = CDPClient(await asyncio.to_thread(browser_ws_url, cdp_url))
 		await client.start()
-		target = await client.send_raw('Target.createTarget', {'url': 'about:blank'})
-		attached = await client.send_raw('Target.attachToTarget', {'targetId': target['targetId'], 'flatten': True})
-		session = attached['sessionId']
-		await client.send_raw('Page.enable', {}, session)
-		await client.send_raw('Page.navigate', {'url': url}, session)
-		await asyncio.sleep(3)
-		rows: dict[str, dict[str, Any]] = {}
-		for _ in range(rounds):
-			for label, method, params in REQUESTS:
-				await client.send_raw(method, params, session)  # warm
-				cpu, started = main_thread_cpu(proc.pid), time.perf_counter()
-				answer = await client.send_raw(method, params, session)
-				wall, cpu = time.perf_counter() - started, main_thread_cpu(proc.pid) - cpu
-				row = rows.setdefault(label, {'request': label, 'mb': len(json.dumps(answer)) / 1e6, 'ui_ms': [], 'wall_ms': []})
-				row['ui_ms'].append(round(cpu * 1000))
-				row['wall_ms'].append(round(wall * 1000))
-		return list(rows.values())
-	finally:
-		if client is not None:
+		try:
+			target = await client.send_raw('Target.createTarget', {'url': 'about:blank'})
+			attached = await client.send_raw('Target.attachToTarget', {'targetId': target['targetId'], 'flatten': True})
+			session = attached['sessionId']
+			await client.send_raw('Page.enable', {}, session)
+			await client.send_raw('Page.navigate', {'url': url}, session)
+			await asyncio.sleep(3)
+			rows: dict[str, dict[str, Any]] = {}
+			for _ in range(rounds):
+				for label, method, params in REQUESTS:
+					await client.send_raw(method, params, session)  # warm
+					cpu, started = main_thread_cpu(proc.pid), time.perf_counter()
+					answer = await client.send_raw(method, params, session)
+					wall, cpu = time.perf_counter() - started, main_thread_cpu(proc.pid) - cpu
+					row = rows.setdefault(
+						label, {'request': label, 'mb': len(json.dumps(answer)) / 1e6, 'ui_ms': [], 'wall_ms': []}
+					)
+					row['ui_ms'].append(round(cpu * 1000))
+					row['wall_ms'].append(round(wall * 1000))
+			return list(rows.values())
+		finally:
 			await client.stop()
-		proc.kill()
-		await proc.wait()
-		shutil.rmtree(profile, ignore_errors=True)
 
 
 # -- the same trees over a DevTools pipe, JSON or CBOR ------------------------------------------
@@ -186,7 +178,7 @@ class DevToolsPipe:
 
 		flag = '--remote-debugging-pipe=cbor' if cbor else '--remote-debugging-pipe'
 		self.proc = subprocess.Popen(
-			[chromium, *ARGS[:-1], f'--user-data-dir={self.profile}', flag, 'about:blank'],
+			[chromium, *ARGS, f'--user-data-dir={self.profile}', flag, 'about:blank'],
 			preexec_fn=as_fds_3_and_4,
 			close_fds=False,
 			stdout=subprocess.DEVNULL,
@@ -228,8 +220,11 @@ class DevToolsPipe:
 				return decoded, len(raw)
 
 	def close(self) -> None:
+		from browser_use_mcp.sidecar import release_singleton
+
 		self.proc.kill()
 		self.proc.wait()
+		release_singleton(self.profile)  # killed, it leaves its singleton's directory in /tmp
 		os.close(self.read_fd)
 		os.close(self.write_fd)
 		shutil.rmtree(self.profile, ignore_errors=True)
@@ -284,7 +279,7 @@ def run(args: argparse.Namespace) -> None:
 		)
 		return
 	with CorpusServer() as corpus:
-		rows = asyncio.run(measure(chromium, corpus.url + page.path, args.rounds))
+		rows = asyncio.run(measure(corpus.url + page.path, args.rounds))
 	print(
 		table(
 			f"The browser process's main thread per DevTools answer, {page.name}, {version}",
