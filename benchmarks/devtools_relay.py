@@ -11,7 +11,10 @@ browser's main thread spent while it was made and sent (from /proc, per thread),
 time. ``--pipes`` asks for the three trees over a DevTools pipe instead, once in JSON mode
 (``--remote-debugging-pipe``, what the server uses) and once in CBOR mode
 (``--remote-debugging-pipe=cbor``, where Chromium sends its own CBOR as it is), alternating, with
-a minimal CBOR codec for the few small messages around them. Figures only: nothing passes or
+a minimal CBOR codec for the few small messages around them. ``--in-server`` reads the page with
+``browser_get_state`` through the session registry in process (contexts) and prints the CPU each
+state costs by process: the renderer, the page-state worker, the server, the browser process and
+its main thread. Figures only: nothing passes or
 fails.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -255,6 +259,59 @@ def over_pipe(chromium: str, url: str, cbor: bool, rounds: int) -> list[dict[str
 		pipe.close()
 
 
+# -- the same page read by the server: CPU by process ------------------------------------------
+
+
+def _cpu_by_kind() -> tuple[dict[int, tuple[str, float]], dict[tuple[int, int], float]]:
+	"""CPU seconds of each process below this one by kind (Chromium's --type, the page-state worker,
+	this process as ``server``), and of each thread of the browser processes."""
+	from browser_use_mcp.processes import chromium_kind
+
+	procs: dict[int, tuple[str, float]] = {}
+	threads: dict[tuple[int, int], float] = {}
+	me = psutil.Process()
+	for proc in [me, *me.children(recursive=True)]:
+		try:
+			chromium = 'chrom' in proc.name().lower()
+			kind = 'server' if proc.pid == me.pid else chromium_kind(proc.cmdline()) if chromium else 'python worker'
+			times = proc.cpu_times()
+			procs[proc.pid] = (kind, times.user + times.system)
+			if kind == 'browser':
+				for thread in proc.threads():
+					threads[(proc.pid, thread.id)] = thread.user_time + thread.system_time
+		except psutil.Error:
+			continue
+	return procs, threads
+
+
+async def in_server(url: str, states: int) -> dict[str, float]:
+	"""``states`` warm browser_get_state of ``url`` in a registry in process (contexts): CPU seconds
+	per state by process kind, the browser processes' main threads apart."""
+	from browser_use_mcp.catalog import Catalog
+	from browser_use_mcp.config import load_config
+	from browser_use_mcp.sessions import SessionRegistry
+	from browser_use_mcp.tools.base import Call
+
+	registry = SessionRegistry(dataclasses.replace(load_config(), isolation='context'))
+	await registry.start()
+	try:
+		catalog = Catalog(registry)
+		await catalog.call('browser_navigate', {'session_id': 'heavy', 'url': url}, Call())
+		await catalog.call('browser_get_state', {'session_id': 'heavy'}, Call())
+		before, threads_before = _cpu_by_kind()
+		for _ in range(states):
+			await catalog.call('browser_get_state', {'session_id': 'heavy'}, Call())
+		after, threads_after = _cpu_by_kind()
+	finally:
+		await registry.shutdown()
+	out: dict[str, float] = {}
+	for pid, (kind, cpu) in after.items():
+		out[kind] = out.get(kind, 0.0) + (cpu - before.get(pid, (kind, 0.0))[1]) / states
+	main = sum(cpu - threads_before.get(key, 0.0) for key, cpu in threads_after.items() if key[0] == key[1])
+	out['browser: its main thread'] = main / states
+	return out
+
+
 def run(args: argparse.Namespace) -> None:
 	from benchmarks.common import table
 	from benchmarks.corpus import PAGES, CorpusServer
@@ -264,6 +321,17 @@ def run(args: argparse.Namespace) -> None:
 	page = next(p for p in PAGES if args.page in p.name)
 	chromium = find_chromium() or 'chromium'
 	version = chromium_version(chromium).split(' built')[0]
+	if args.in_server:
+		from benchmarks.common import run_in_scratch_home
+
+		async def read() -> None:
+			with CorpusServer() as corpus:
+				result = await in_server(corpus.url + page.path, args.rounds)
+			rows = [[kind, round(seconds * 1000)] for kind, seconds in sorted(result.items(), key=lambda kv: -kv[1])]
+			title = f'CPU per browser_get_state by process, {page.name}, contexts, {version}, {args.rounds} states'
+			print(table(title, ['process', 'CPU (ms)'], rows))
+
+		run_in_scratch_home('bench-relay-', read)  # exits
 	if args.pipes:
 		with CorpusServer() as corpus:
 			rows = []
@@ -294,6 +362,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser.add_argument('--page', default='python stdtypes', help='a corpus page, by (part of its) name')
 	parser.add_argument('--rounds', type=int, default=3)
 	parser.add_argument('--pipes', action='store_true', help='the trees over a DevTools pipe in JSON mode vs in CBOR mode')
+	parser.add_argument(
+		'--in-server', action='store_true', help='CPU per browser_get_state of the page by process, the server in process'
+	)
 	return parser.parse_args(argv)
 
 
