@@ -11,7 +11,9 @@ browser's main thread spent while it was made and sent (from /proc, per thread),
 time. ``--pipes`` asks for the three trees over a DevTools pipe instead, once in JSON mode
 (``--remote-debugging-pipe``, what the server uses) and once in CBOR mode
 (``--remote-debugging-pipe=cbor``, where Chromium sends its own CBOR as it is), alternating, with
-a minimal CBOR codec for the few small messages around them. ``--in-server`` reads the page with
+a minimal CBOR codec for the few small messages around them, and how long each answer takes to
+decode in Python: msgspec (the page-state worker's JSON decoder) against cbor2's C decoder (when
+installed). ``--in-server`` reads the page with
 ``browser_get_state`` through the session registry in process (contexts) and prints the CPU each
 state costs by process: the renderer, the page-state worker, the server, the browser process and
 its main thread. Figures only: nothing passes or
@@ -192,6 +194,7 @@ class DevToolsPipe:
 		os.close(child_write)
 		self.buffer = b''
 		self.ids = 0
+		self.last = b''
 
 	def _message(self) -> bytes:
 		while True:
@@ -209,7 +212,7 @@ class DevToolsPipe:
 			self.buffer += chunk
 
 	def call(self, method: str, params: dict[str, Any], session: str | None = None) -> tuple[dict[str, Any] | None, int]:
-		"""The answer (decoded when small) and its size in bytes."""
+		"""The answer (decoded when small) and its size in bytes; a large one's bytes are kept in ``last``."""
 		self.ids += 1
 		message: dict[str, Any] = {'id': self.ids, 'method': method, 'params': params}
 		if session:
@@ -218,6 +221,7 @@ class DevToolsPipe:
 		while True:
 			raw = self._message()
 			if len(raw) > 100_000:  # the large answer (the events around it are small)
+				self.last = raw
 				return None, len(raw)
 			decoded = cbor_decode(raw)[0] if self.cbor else json.loads(raw)
 			if decoded.get('id') == self.ids:
@@ -234,6 +238,27 @@ class DevToolsPipe:
 		shutil.rmtree(self.profile, ignore_errors=True)
 
 
+def decode_ms(raw: bytes, cbor: bool) -> float | str:
+	"""What the page-state worker would spend turning the answer into Python objects: msgspec (its JSON
+	decoder) for JSON; for CBOR, cbor2's C decoder (``pip install cbor2``), each of Chromium's
+	envelopes (tag 24) decoded as it comes. A lower bound for CBOR: non-ASCII strings would still be
+	UTF-16 byte strings to turn into ``str``."""
+	started = time.perf_counter()
+	if not cbor:
+		import msgspec
+
+		msgspec.json.decode(raw)
+	else:
+		try:
+			import cbor2
+		except ImportError:
+			return 'no cbor2'
+		decoders: dict[int, Any] = {}
+		decoders[24] = lambda value, immutable: cbor2.loads(value, semantic_decoders=decoders, max_depth=100_000)
+		cbor2.loads(raw, semantic_decoders=decoders, max_depth=100_000)
+	return round((time.perf_counter() - started) * 1000)
+
+
 def over_pipe(chromium: str, url: str, cbor: bool, rounds: int) -> list[dict[str, Any]]:
 	pipe = DevToolsPipe(chromium, cbor)
 	try:
@@ -246,13 +271,20 @@ def over_pipe(chromium: str, url: str, cbor: bool, rounds: int) -> list[dict[str
 		time.sleep(3)
 		rows = []
 		for label, method, params in REQUESTS[:3]:
-			row: dict[str, Any] = {'request': label, 'mode': 'CBOR' if cbor else 'JSON', 'ui_ms': [], 'wall_ms': []}
+			row: dict[str, Any] = {
+				'request': label,
+				'mode': 'CBOR' if cbor else 'JSON',
+				'ui_ms': [],
+				'wall_ms': [],
+				'decode_ms': [],
+			}
 			for _ in range(rounds):
 				cpu, started = main_thread_cpu(pipe.proc.pid), time.perf_counter()
 				_, size = pipe.call(method, params, session)
 				row['wall_ms'].append(round((time.perf_counter() - started) * 1000))
 				row['ui_ms'].append(round((main_thread_cpu(pipe.proc.pid) - cpu) * 1000))
 				row['mb'] = size / 1e6
+				row['decode_ms'].append(decode_ms(pipe.last, cbor))
 			rows.append(row)
 		return rows
 	finally:
@@ -341,8 +373,15 @@ def run(args: argparse.Namespace) -> None:
 		print(
 			table(
 				f"The browser process's main thread per tree over the DevTools pipe, JSON vs CBOR mode, {page.name}, {version}",
-				['answer', 'pipe mode', 'size (MB)', 'main thread CPU (ms), each round', 'wall (ms), each round'],
-				[[r['request'], r['mode'], round(r['mb'], 1), r['ui_ms'], r['wall_ms']] for r in rows],
+				[
+					'answer',
+					'pipe mode',
+					'size (MB)',
+					'main thread CPU (ms), each round',
+					'wall (ms), each round',
+					'decoded in Python (ms)',
+				],
+				[[r['request'], r['mode'], round(r['mb'], 1), r['ui_ms'], r['wall_ms'], r['decode_ms']] for r in rows],
 			)
 		)
 		return

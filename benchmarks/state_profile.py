@@ -4,9 +4,10 @@ Drives a SessionRegistry in process (no MCP transport) in both isolation modes, 
 of a capture with ``time.perf_counter`` (our own steps and browser-use's), and prints the median
 of each step over ``--repeats`` warm captures of the benchmark's home page (or the heavy page).
 Each wrapped step is timed on its own; nested steps overlap their parents, so the column does not
-add up. ``--timeline`` also prints every CDP command of three warm captures (sent, answered, how
-many in flight): the round trips a capture waits for one after another. Figures only: nothing here
-passes or fails.
+add up. ``--compare-read-ahead`` instead times whole captures with and without the state's
+read-ahead (its first reads beside the focus check), alternating in one session. ``--timeline``
+also prints every CDP command of three warm captures (sent, answered, how many in flight): the
+round trips a capture waits for one after another. Figures only: nothing here passes or fails.
 """
 
 from __future__ import annotations
@@ -163,6 +164,19 @@ async def print_timeline(registry: Any, catalog: Any, isolation: str, captures: 
 			log.append((method, started - t0, time.perf_counter() - t0))
 
 	root.send_raw = send_raw
+	# the page state's large requests go straight onto our browser's pipe (offload_state), not through cdp-use
+	from browser_use_mcp.cdp_pipe import PipeMux
+
+	undecoded = PipeMux.send_undecoded
+
+	async def send_undecoded(self: Any, message_id: int, method: str, params: Any, session_id: str) -> bytes:
+		started = time.perf_counter()
+		try:
+			return await undecoded(self, message_id, method, params, session_id)
+		finally:
+			log.append((f'{method} (pipe)', started - t0, time.perf_counter() - t0))
+
+	PipeMux.send_undecoded = send_undecoded  # type: ignore[method-assign]
 	try:
 		for n in range(captures):
 			log.clear()
@@ -175,6 +189,38 @@ async def print_timeline(registry: Any, catalog: Any, isolation: str, captures: 
 				print(f'  {sent * 1000:7.2f} -> {answered * 1000:7.2f}  ({in_flight} in flight)  {method}', file=sys.stderr)
 	finally:
 		del root.send_raw
+		PipeMux.send_undecoded = undecoded  # type: ignore[method-assign]
+
+
+async def compare_read_ahead(site: str, isolation: str, path: str, repeats: int) -> list[list[Any]]:
+	"""``repeats`` warm captures with browser_get_state's read-ahead and as many without it,
+	alternating in one session: rows of p25 / p50 / p75 ms."""
+	from browser_use_mcp.catalog import Catalog
+	from browser_use_mcp.config import load_config
+	from browser_use_mcp.sessions import SessionRegistry
+	from browser_use_mcp.tools.base import Call
+
+	registry = SessionRegistry(dataclasses.replace(load_config(), isolation=isolation))
+	await registry.start()
+	try:
+		with_it, without = Catalog(registry), Catalog(registry)
+		without._tools['browser_get_state'] = dataclasses.replace(without._tools['browser_get_state'], read_ahead=None)
+		await with_it.call('browser_navigate', {'session_id': 'prof', 'url': f'{site}{path}'}, Call())
+		for _ in range(5):
+			await with_it.call('browser_get_state', {'session_id': 'prof'}, Call())
+		samples: dict[str, list[float]] = {'read ahead (shipped)': [], 'without it': []}
+		for n in range(2 * repeats):
+			catalog, label = (with_it, 'read ahead (shipped)') if n % 2 else (without, 'without it')
+			started = time.perf_counter()
+			await catalog.call('browser_get_state', {'session_id': 'prof'}, Call())
+			samples[label].append((time.perf_counter() - started) * 1000)
+	finally:
+		await registry.shutdown()
+	rows = []
+	for label, values in samples.items():
+		q = statistics.quantiles(values, n=4)
+		rows.append([f'{isolation}: {label}', round(q[0], 2), round(statistics.median(values), 2), round(q[2], 2)])
+	return rows
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -184,6 +230,13 @@ async def main(args: argparse.Namespace) -> None:
 	instrument()
 	path = '/heavy' if args.heavy else '/'
 	results: dict[str, dict[str, float]] = {}
+	if args.compare_read_ahead:
+		with PageServer() as site:
+			site.httpd.handle_error = lambda *_: None
+			rows = [row for i in args.isolation for row in await compare_read_ahead(site.url, i, path, args.repeats)]
+		title = f'browser_get_state in process with and without its read-ahead, alternating, {args.repeats} each, {path}'
+		print(table(title, ['', 'p25 (ms)', 'p50 (ms)', 'p75 (ms)'], rows))
+		return
 	with PageServer() as site:
 		site.httpd.handle_error = lambda *_: None
 		for isolation in args.isolation:
@@ -200,6 +253,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser.add_argument('--cprofile', action='store_true', help='also print cProfile (by own time) to stderr')
 	parser.add_argument('--isolation', type=lambda v: v.split(','), default=['browser', 'context'])
 	parser.add_argument('--timeline', action='store_true', help='also print each CDP command of three warm captures to stderr')
+	parser.add_argument(
+		'--compare-read-ahead',
+		action='store_true',
+		help="instead: whole captures with and without browser_get_state's read-ahead (tools.common.read_ahead), alternating",
+	)
 	return parser.parse_args(argv)
 
 
