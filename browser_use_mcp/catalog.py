@@ -160,8 +160,9 @@ class Catalog:
 		limit = deadline(name, wants_state)
 
 		async def body(state: SessionState) -> Reply | str:
-			await ensure_focus(state)
-			result = await tool.handler(state, parsed, call)
+			with tool.read_ahead(state) if tool.read_ahead is not None else contextlib.nullcontext():
+				await ensure_focus(state)
+				result = await tool.handler(state, parsed, call)
 			if wants_state:  # still under the session's lock: the page as the action left it
 				result = await with_page_state(state, _as_reply(result))
 			return result

@@ -311,3 +311,68 @@ async def test_a_state_reads_its_frames_once(registry: SessionRegistry, site: st
 	assert counts['Accessibility.getFullAXTree'] + counts['DOM.getDocument'] == 0, 'the large answers come from the pipe'
 	assert 'Inner count' in json.dumps(result['interactive_elements']), 'the iframe was read'
 	await catalog.call('browser_close_session', {'session_id': 'frames'}, Call())
+
+
+async def test_a_states_first_reads_go_beside_the_focus_check_and_follow_the_focus(registry: SessionRegistry, site: str) -> None:
+	"""browser_get_state's document read and browser-use's pending-requests check are sent before the
+	focus check's tab list is answered (``common.read_ahead``), once each. When the focus moves to
+	another tab after they were read (browser-use or the focus check re-focusing after the tab was
+	closed), the state is the new tab's, and so are its indices: typing by one of them acts there
+	instead of being refused as of another tab."""
+	from browser_use_mcp import catalog as catalog_module
+	from browser_use_mcp.tools import common
+
+	catalog = Catalog(registry)
+	await catalog.call('browser_navigate', {'session_id': 'ahead', 'url': f'{site}/'}, Call())
+	await catalog.call('browser_get_state', {'session_id': 'ahead'}, Call())
+	bs = _session(registry, 'ahead').browser_session
+	root = bs._cdp_client_root
+	original = root.send_raw
+	log: list[tuple[str, str, int]] = []  # (event, method, sequence)
+
+	async def send_raw(method: str, params: Any = None, session_id: str | None = None) -> Any:
+		name = 'pending check' if 'getEntriesByType' in str((params or {}).get('expression', '')) else method
+		log.append(('sent', name, len(log)))
+		try:
+			return await original(method, params, session_id)
+		finally:
+			log.append(('answered', name, len(log)))
+
+	root.send_raw = send_raw
+	try:
+		await catalog.call('browser_get_state', {'session_id': 'ahead'}, Call())
+	finally:
+		del root.send_raw
+
+	def at(event: str, method: str) -> list[int]:
+		return [n for e, m, n in log if e == event and m == method]
+
+	assert len(at('sent', 'Page.getFrameTree')) == 1 and len(at('sent', 'pending check')) == 1, log
+	focus_check = at('answered', 'Target.getTargets')[0]  # the first: ensure_focus's
+	assert at('sent', 'Page.getFrameTree')[0] < focus_check and at('sent', 'pending check')[0] < focus_check, log
+
+	# the focused tab is gone by the time the focus check looks: it moves the focus to the other tab
+	kept = (await bs.cdp_client.send.Target.createTarget(params={'url': f'{site}/form'}))['targetId']
+	for _ in range(100):
+		if await bs.session_manager.is_target_valid(kept):
+			break
+		await asyncio.sleep(0.02)
+	ensure_focus = catalog_module.ensure_focus
+
+	async def focus_moved(state: Any) -> None:
+		ahead = common._read_ahead.get()
+		assert ahead is not None
+		await ahead[1]  # the read-ahead has read the tab focused until now
+		await state.browser_session.get_or_create_cdp_session(target_id=kept, focus=True)
+		await ensure_focus(state)
+
+	catalog_module.ensure_focus = focus_moved
+	try:
+		reply = await catalog.call('browser_get_state', {'session_id': 'ahead'}, Call())
+	finally:
+		catalog_module.ensure_focus = ensure_focus
+	result = json.loads(reply.text)
+	assert '/form' in result['url']
+	field = next(e for e in result['interactive_elements'] if e.get('tag') == 'input')
+	await catalog.call('browser_type', {'session_id': 'ahead', 'index': field['index'], 'text': 'ahead'}, Call())
+	await catalog.call('browser_close_session', {'session_id': 'ahead'}, Call())

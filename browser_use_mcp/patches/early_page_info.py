@@ -18,6 +18,15 @@ starts it as the block is entered, beside our tool's own reads of the tab titles
 call gets its answer. That is one round trip fewer in a row on every state: ~0.5 ms (median of
 eight alternating rounds) of a ~7 ms state of a small page, in process (docs/performance.md). It is read about a millisecond earlier
 than the handler would have read it.
+
+Both early reads send their tab's ``Runtime.runIfWaitingForDebugger`` (browser-use's
+``get_or_create_cdp_session(focus=True)``) just before their command instead of awaiting it
+(``_Unfocused``): a tab answers in order, so the page info's ``Page.getLayoutMetrics`` waits in
+the tab's queue right behind the trees' requests, not for the resume's answer behind the trees'
+answers and then for a round trip of its own (two in a row after the trees, 2-4 ms of a small
+page's state). ``browser_get_state`` enters ``requested`` before the focus check every tool makes
+(``tools.common.read_ahead``, beside the read of the page's document), and the state's own
+``requested`` block within it, for the same session and focused tab, uses that block's reads.
 """
 
 from __future__ import annotations
@@ -46,9 +55,16 @@ _early: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar('
 @contextlib.contextmanager
 def requested(browser_session: Any = None) -> Iterator[None]:
 	"""Within this block, a state's page info is read while its trees are, and (given the browser
-	session) its pending network requests from the start of the block (see the module docstring)."""
-	holder: dict[str, Any] = {}
+	session) its pending network requests from the start of the block (see the module docstring).
+	Within a block of the same browser session and focused tab, this one is that block's: its reads
+	are the ones used."""
 	watchdog = getattr(browser_session, '_dom_watchdog', None) if browser_session is not None else None
+	focused = getattr(browser_session, 'agent_focus_target_id', None)
+	outer = _early.get()
+	if outer is not None and watchdog is not None and outer.get('of') is watchdog and outer.get('for') == focused:
+		yield
+		return
+	holder: dict[str, Any] = {'of': watchdog, 'for': focused}
 	original = _pending_original.get('read')
 	if watchdog is not None and original is not None and is_active(PATCH):
 		pending = asyncio.ensure_future(original(_Unfocused(watchdog)))
@@ -75,7 +91,9 @@ def _early_build(build: Any, page_info: Any) -> Any:
 	async def start_both(self: Any, *args: Any, **kwargs: Any) -> Any:
 		holder = _early.get()
 		if holder is not None and 'task' not in holder:
-			task = asyncio.ensure_future(page_info(self))
+			# the tab's resume sent just before the read, not awaited: the read is queued in the tab
+			# right behind the trees' requests, not behind their answers
+			task = asyncio.ensure_future(page_info(_Unfocused(self)))
 			task.add_done_callback(_consume)
 			holder['task'], holder['watchdog'] = task, self
 		return await build(self, *args, **kwargs)
@@ -165,7 +183,8 @@ PATCH = Patch(
 	changes="within our tools' page states, ``DOMWatchdog._build_dom_tree_without_highlights`` also starts "
 	"``DOMWatchdog._get_page_info`` (one ``Page.getLayoutMetrics``), and the handler's own ``_get_page_info`` call "
 	'of that request gets its answer; ``DOMWatchdog._get_pending_network_requests`` is started as the request '
-	"begins (its tab's resume sent just before its evaluate, not awaited) and the handler's own call gets its answer.",
+	"begins and the handler's own call gets its answer; each early read sends its tab's resume just before its "
+	'command, not awaited.',
 	why='the page info was a round trip waited for after the whole DOM build: 1.2-1.3 ms of a ~10 ms browser_get_state '
 	'on a small page; the pending-requests check was two more round trips in a row before the build (~0.5 ms).',
 	package='browser-use',

@@ -31,6 +31,7 @@ import inspect
 import json
 import typing
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -155,6 +156,9 @@ class Tool:
 	handler: Handler
 	output: type[Output] | None = None  # the structured content of a successful result, if any
 	state_argument: str | None = None  # the argument typed IncludeState, if it has one
+	# reads of the session's page worth starting beside the focus check that comes before the call
+	# (a context manager given the session; ``common.read_ahead`` for browser_get_state)
+	read_ahead: Callable[[Any], AbstractContextManager[None]] | None = None
 
 	def wants_state(self, args: Args) -> bool:
 		"""Whether this call asked for the page state after its action (its ``IncludeState`` argument)."""

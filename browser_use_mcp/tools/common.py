@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -284,6 +286,37 @@ LIVE_FORM_TIMEOUT = 2.0
 _releasing: set[asyncio.Future[Any]] = set()  # releases in flight (a task nobody references may be collected)
 
 
+# browser_get_state's first reads, started beside the focus check before it (``read_ahead``): the
+# focused tab they were started for, and the read of its document
+_read_ahead: contextvars.ContextVar[tuple[str | None, asyncio.Future[Any]] | None] = contextvars.ContextVar(
+	'browser_use_mcp_read_ahead', default=None
+)
+
+
+@contextlib.contextmanager
+def read_ahead(state: SessionState) -> Iterator[None]:
+	"""Within this block, a page state's first two reads (its document, and browser-use's check for
+	pending requests) start now, beside the focus check that comes before every tool, instead of one
+	after the other behind it: two round trips fewer in a row on a state. ``capture_state`` uses them
+	only when the focused tab is still the one they were started for; a focus check that moves the
+	focus (the tab was closed) leaves them unused, and the state reads its own. Not started while a
+	dialog is held: its page answers no script until the dialog is."""
+	bs = state.browser_session
+	held = dialogs.of(state)
+	if (held is not None and held.pending) or bs.agent_focus_target_id is None:
+		yield
+		return
+	with early_page_info.requested(bs):
+		document = asyncio.ensure_future(read_document(state))
+		token = _read_ahead.set((bs.agent_focus_target_id, document))
+		try:
+			yield
+		finally:
+			_read_ahead.reset(token)
+			if not document.done():
+				document.cancel()
+
+
 async def capture_state(state: SessionState, include_screenshot: bool = False) -> Reply:
 	"""The focused page as browser_get_state describes it. Its indices become the session's current
 	ones: a new page epoch, whose document is read first (a navigation during the capture then makes
@@ -294,11 +327,17 @@ async def capture_state(state: SessionState, include_screenshot: bool = False) -
 		blocking = held.pending.get((await cdp_page(state)).session_id)
 		if blocking is not None:  # its page runs no script until it is answered: nothing to capture
 			return Reply(as_json({'url': blocking.url, 'dialog': blocking.describe(), 'interactive_elements': []}))
-	target_id, loader_id, frames = await read_document(state)
-	# browser-use's check for pending requests is sent now, beside the titles (early_page_info); the
-	# titles are read while browser-use captures the DOM (their round trips overlap its own); they are
-	# only shown, never part of the epoch.
-	with early_page_info.requested(bs):
+	# browser-use's check for pending requests is sent now, beside the document's read (early_page_info);
+	# the titles are read while browser-use captures the DOM (their round trips overlap its own); they
+	# are only shown, never part of the epoch.
+	ahead, ahead_for = _read_ahead.get(), bs.agent_focus_target_id
+	if ahead is not None:
+		_read_ahead.set(None)  # once: a second state of the same call (none today) reads its own
+	with early_page_info.requested(bs):  # the read-ahead's, when it was for this tab
+		if ahead is not None and ahead[0] == ahead_for:
+			target_id, loader_id, frames = await ahead[1]
+		else:
+			target_id, loader_id, frames = await read_document(state)
 		titles_read = asyncio.gather(tab_titles(state), current_title(state))
 		try:
 			# only the selector map is used: it may be built off the loop; the page info is read beside

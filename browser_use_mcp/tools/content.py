@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
@@ -12,7 +13,7 @@ from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.llm import make_llm
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, Image, Output, Reply, tool
-from browser_use_mcp.tools.common import capture_state, evaluate, viewport_size
+from browser_use_mcp.tools.common import capture_state, evaluate, read_ahead, viewport_size
 
 
 class GetStateArgs(Args):
@@ -28,6 +29,10 @@ async def browser_get_state(state: SessionState, args: GetStateArgs, call: Call)
 	the page changes: indices refer to the latest state only, and one whose page has changed since
 	(another tab, a navigation or reload, its element removed) is refused, never used on another element."""
 	return await capture_state(state, args.include_screenshot)
+
+
+# its document and browser-use's pending-requests check are read beside the focus check before it
+browser_get_state = dataclasses.replace(browser_get_state, read_ahead=read_ahead)
 
 
 # The most characters one result carries: an MCP client reading a streamed answer of megabytes

@@ -528,7 +528,19 @@ async def test_early_page_info_is_read_once_beside_the_build() -> None:
 	log: list[str] = []
 	fail = [False]
 
-	async def page_info(self: object) -> str:
+	class BrowserSession:
+		async def get_or_create_cdp_session(self, target_id: object = None, focus: bool = True) -> object:
+			client = types.SimpleNamespace(
+				send=types.SimpleNamespace(Runtime=types.SimpleNamespace(runIfWaitingForDebugger=resume))
+			)
+			return types.SimpleNamespace(cdp_client=client, session_id='s1')
+
+	async def resume(session_id: str) -> dict:
+		log.append('resume')
+		return {}
+
+	async def page_info(self: Any) -> str:  # browser-use's: asks for the focused session, then reads
+		await self.browser_session.get_or_create_cdp_session(focus=True)
 		log.append('read')
 		await asyncio.sleep(0.01)
 		if fail[0]:
@@ -543,7 +555,7 @@ async def test_early_page_info_is_read_once_beside_the_build() -> None:
 
 	started_build = early_page_info._early_build(build, page_info)
 	handed_over = early_page_info._handed_over(page_info)
-	watchdog = object()
+	watchdog = types.SimpleNamespace(browser_session=BrowserSession())
 
 	async def handler() -> tuple[str, str]:  # browser-use's order: the build (in a task), then the page info
 		dom = await asyncio.create_task(started_build(watchdog))
@@ -551,7 +563,8 @@ async def test_early_page_info_is_read_once_beside_the_build() -> None:
 
 	with early_page_info.requested():
 		assert await handler() == ('dom', 'info 1')
-	assert log == ['read', 'built']  # one read, started before the build ended
+	# one read, started before the build ended; the tab's resume sent before it, not awaited
+	assert log == ['resume', 'read', 'built']
 	log.clear()
 	assert await handler() == ('dom', 'info 1')
 	assert log == ['built', 'read']  # outside a request: browser-use's order
@@ -559,12 +572,12 @@ async def test_early_page_info_is_read_once_beside_the_build() -> None:
 	fail[0] = True
 	with early_page_info.requested():
 		assert await handler() == ('dom', 'info 2')
-	assert log == ['read', 'built', 'read']  # the early read failed: read again
+	assert log == ['resume', 'read', 'built', 'read']  # the early read failed: read again
 	log.clear()
 	fail[0] = True
 	with early_page_info.requested():
 		await started_build(watchdog)  # the handler never asks, and the read fails: nothing left running or unretrieved
-	assert log == ['read', 'built'] and asyncio.all_tasks() == {asyncio.current_task()}
+	assert log == ['resume', 'read', 'built'] and asyncio.all_tasks() == {asyncio.current_task()}
 
 
 async def test_pending_requests_are_read_as_the_block_begins_and_handed_to_the_handler(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -637,3 +650,49 @@ async def test_pending_requests_are_read_as_the_block_begins_and_handed_to_the_h
 	with early_page_info.requested(bs):
 		assert await handed_over(watchdog) == ['answer 5']
 	assert 'session focus=False' not in sent  # no early read outside a session or with the patch off
+
+
+async def test_a_request_within_one_for_the_same_tab_uses_its_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+	"""``requested(session)`` inside a block of the same session and focused tab (browser_get_state's
+	read-ahead, then the state's own block) makes no read of its own: the outer block's is handed
+	over. Once the focus has moved to another tab, the inner block reads for that tab."""
+	import asyncio
+
+	from browser_use_mcp.patches import early_page_info
+
+	reads: list[str] = []
+
+	class BrowserSession:
+		def __init__(self) -> None:
+			self._dom_watchdog = types.SimpleNamespace(browser_session=self)
+			self.agent_focus_target_id = 't1'
+
+		async def get_or_create_cdp_session(self, target_id: object = None, focus: bool = True) -> object:
+			client = types.SimpleNamespace(
+				send=types.SimpleNamespace(Runtime=types.SimpleNamespace(runIfWaitingForDebugger=resume))
+			)
+			return types.SimpleNamespace(cdp_client=client, session_id=self.agent_focus_target_id)
+
+	async def resume(session_id: str) -> dict:
+		return {}
+
+	async def pending(self: Any) -> list[str]:
+		session = await self.browser_session.get_or_create_cdp_session(focus=True)
+		reads.append(session.session_id)
+		return [f'read of {session.session_id}']
+
+	handed_over = early_page_info._pending_handed_over(pending)
+	monkeypatch.setitem(early_page_info._pending_original, 'read', pending)
+	monkeypatch.setattr(early_page_info, 'is_active', lambda patch: patch is early_page_info.PATCH)
+	bs = BrowserSession()
+	with early_page_info.requested(bs):
+		await asyncio.sleep(0.01)
+		with early_page_info.requested(bs):
+			assert await handed_over(bs._dom_watchdog) == ['read of t1']
+	assert reads == ['t1']
+	reads.clear()
+	with early_page_info.requested(bs):
+		bs.agent_focus_target_id = 't2'  # the focus check moved the focus
+		with early_page_info.requested(bs):
+			assert await handed_over(bs._dom_watchdog) == ['read of t2']
+	assert 't2' in reads and asyncio.all_tasks() == {asyncio.current_task()}
