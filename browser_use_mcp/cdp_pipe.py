@@ -17,6 +17,7 @@ tail; large page-level messages (DOM snapshots, screenshots) are never parsed he
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
@@ -31,6 +32,7 @@ logger = logging.getLogger('browser_use_mcp.cdp_pipe')
 # Chromium reads commands from fd 3 and writes replies and events to fd 4 of its process.
 CHILD_READ_FD = 3
 CHILD_WRITE_FD = 4
+ABANDONED_KEPT = 64  # ids of abandoned undecoded commands remembered (their answers are dropped)
 _SESSION_TAIL = re.compile(r',"sessionId":"([0-9A-Za-z]+)"\}$')
 _CLIENT_SESSION_TAIL = re.compile(r',\s*"sessionId":\s*"([0-9A-Za-z]+)"\}$')
 _ATTACHED = '{"method":"Target.attachedToTarget"'
@@ -87,7 +89,7 @@ class _Reader(asyncio.Protocol):
 			else:
 				raw = data[start:end]
 			start = end + 1
-			if self.mux.undecoded and self.mux.take_undecoded(raw):
+			if (self.mux.undecoded or self.mux.abandoned) and self.mux.take_undecoded(raw):
 				continue
 			try:
 				self.mux.dispatch(raw.decode('utf-8', 'replace'))
@@ -227,6 +229,8 @@ class PipeMux:
 		self._close_callbacks: list[Callable[[], Any]] = []
 		# id -> the waiter of a command sent with ``send_undecoded``: its answer, as the pipe's bytes
 		self.undecoded: dict[int, asyncio.Future[bytes]] = {}
+		# ids of such commands whose caller stopped waiting: their answers (maybe MBs) are dropped unread
+		self.abandoned: collections.deque[int] = collections.deque(maxlen=ABANDONED_KEPT)
 
 	async def start(self, read_fd: int, write_fd: int) -> None:
 		"""Take over our ends of the two pipes (closed with the mux)."""
@@ -273,6 +277,8 @@ class PipeMux:
 			return await future
 		finally:
 			self.undecoded.pop(message_id, None)
+			if future.cancelled() or not future.done():  # its answer, when it comes, is nobody's
+				self.abandoned.append(message_id)
 
 	def take_undecoded(self, raw: bytes) -> bool:
 		"""Whether ``raw`` answers a ``send_undecoded`` command (then its waiter has it)."""
@@ -281,8 +287,12 @@ class PipeMux:
 		end = raw.find(b',', 6, 24)
 		if end < 0 or not raw[6:end].isdigit():
 			return False
-		future = self.undecoded.get(int(raw[6:end]))
+		message_id = int(raw[6:end])
+		future = self.undecoded.get(message_id)
 		if future is None:
+			if message_id in self.abandoned:  # not decoded and routed to a channel that never asked
+				self.abandoned.remove(message_id)
+				return True
 			return False
 		if not future.done():
 			future.set_result(raw)

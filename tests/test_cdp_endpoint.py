@@ -130,8 +130,9 @@ async def test_chromium_of_ours_has_no_devtools_port_and_channels_are_separate()
 
 async def test_a_large_answer_can_skip_the_channel_and_stay_undecoded() -> None:
 	"""``PipeMux.send_undecoded``: the page state's large answers come back to their caller as the
-	pipe's bytes, never routed to the channel whose session they ran on; a browser that exits
-	fails the waiting caller instead of leaving it waiting."""
+	pipe's bytes, never routed to the channel whose session they ran on; the answer of a caller
+	that stopped waiting is dropped unread (not decoded on the loop and routed to that channel); a
+	browser that exits fails the waiting caller instead of leaving it waiting."""
 	from browser_use_mcp.cdp_pipe import PipeClosed
 	from browser_use_mcp.providers.cdp_proxy import PassthroughLink, pipe_behind
 
@@ -168,6 +169,28 @@ async def test_a_large_answer_can_skip_the_channel_and_stay_undecoded() -> None:
 				'id'
 			] == 3
 			assert not chromium.cdp.undecoded
+			# a caller that stops waiting: the answer, when it comes, is dropped, never decoded and routed
+			dispatched: list[str] = []
+			dispatch = chromium.cdp.dispatch
+			chromium.cdp.dispatch = lambda text: (dispatched.append(text[:40]), dispatch(text))[1]  # type: ignore[method-assign]
+			later = {
+				'expression': "new Promise(r => setTimeout(() => r('y'.repeat(300000)), 300))",
+				'awaitPromise': True,
+				'returnByValue': True,
+			}
+			abandoned = asyncio.ensure_future(chromium.cdp.send_undecoded((1 << 29) + 2, 'Runtime.evaluate', later, session))
+			await asyncio.sleep(0.05)
+			abandoned.cancel()
+			with contextlib.suppress(asyncio.CancelledError):
+				await abandoned
+			assert list(chromium.cdp.abandoned) == [(1 << 29) + 2]
+			for _ in range(100):
+				if not chromium.cdp.abandoned:
+					break
+				await asyncio.sleep(0.05)
+			assert not chromium.cdp.abandoned, 'the answer came and was taken as abandoned'
+			assert not [t for t in dispatched if t.startswith(f'{{"id":{(1 << 29) + 2}')]
+			del chromium.cdp.dispatch
 			never = {'expression': 'new Promise(() => {})', 'awaitPromise': True}
 			waiting = asyncio.ensure_future(chromium.cdp.send_undecoded((1 << 29) + 1, 'Runtime.evaluate', never, session))
 			await asyncio.sleep(0.2)
