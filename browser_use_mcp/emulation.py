@@ -17,6 +17,7 @@ from typing import Any
 from browser_use_mcp.errors import InvalidArgument
 from browser_use_mcp.patches import internals
 from browser_use_mcp.session_options import SessionOptions
+from browser_use_mcp.tasks import held
 
 logger = logging.getLogger('browser_use_mcp.emulation')
 
@@ -103,9 +104,7 @@ async def install(browser_session: Any, options: SessionOptions) -> None:
 		session_id = params.get('sessionId')
 		if info.get('type') != 'page' or not session_id:
 			return
-		task = asyncio.get_running_loop().create_task(apply_to(session_id, info.get('targetId', '')))
-		pending.add(task)
-		task.add_done_callback(pending.discard)
+		held(asyncio.get_running_loop().create_task(apply_to(session_id, info.get('targetId', ''))), pending)
 
 	hooked = False
 	try:

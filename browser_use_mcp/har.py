@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from browser_use_mcp import __version__
 from browser_use_mcp.calllog import REDACTED
+from browser_use_mcp.tasks import held
 
 logger = logging.getLogger('browser_use_mcp.har')
 
@@ -174,9 +175,7 @@ class HarLog:
 		if self._queue is None:
 			self._queue = asyncio.Queue(QUEUE_CAP)
 			for i in range(FETCHES):
-				task = asyncio.get_running_loop().create_task(self._fetcher(), name=f'har-bodies-{i}')
-				self.tasks.add(task)
-				task.add_done_callback(self.tasks.discard)
+				held(asyncio.get_running_loop().create_task(self._fetcher(), name=f'har-bodies-{i}'), self.tasks)
 		try:
 			self._queue.put_nowait((entry, rid, session_id))
 		except asyncio.QueueFull:

@@ -39,6 +39,7 @@ from browser_use_mcp.durable import DirHeld, own_dir, principal_digest, release_
 from browser_use_mcp.files import write_whole
 from browser_use_mcp.har import HarLog
 from browser_use_mcp.screencast import Screencast
+from browser_use_mcp.tasks import held
 
 logger = logging.getLogger('browser_use_mcp.recorder')
 
@@ -363,9 +364,7 @@ class Recording:
 			self.deferred.start_now()
 
 	def _write_later(self, coro: Any, seq: int) -> None:
-		task = asyncio.create_task(coro, name=f'recorder-entry-{seq}')
-		self.writes.add(task)
-		task.add_done_callback(self.writes.discard)
+		held(asyncio.create_task(coro, name=f'recorder-entry-{seq}'), self.writes)
 
 	async def _read_after(self, state: Any, entry: dict[str, Any]) -> None:
 		url, title = await _page(state)

@@ -47,6 +47,7 @@ from browser_use_mcp.providers import Browser, BrowserProvider
 from browser_use_mcp.recorder import Recording, Recordings, parse_kinds
 from browser_use_mcp.runtime import LOCAL_PRINCIPAL, BrowserRuntime
 from browser_use_mcp.session_options import SessionOptions
+from browser_use_mcp.tasks import held
 
 if TYPE_CHECKING:  # browser-use's own classes: loaded once at start-up (runtime.py), not by this module
 	from browser_use.browser.session import BrowserSession
@@ -977,9 +978,8 @@ class SessionRegistry:
 	def _on_browser_death(self, state: SessionState) -> None:
 		if state.closed_reason is not None or self._shutting_down:
 			return
-		task = asyncio.create_task(self._lose(state, 'crashed', state.browser.death_detail()), context=tagged(state.session_id))
-		self._background.add(task)
-		task.add_done_callback(self._background.discard)
+		lose = self._lose(state, 'crashed', state.browser.death_detail())
+		held(asyncio.create_task(lose, context=tagged(state.session_id)), self._background)
 
 	# -- expiry ------------------------------------------------------------------------------
 

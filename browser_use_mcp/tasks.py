@@ -16,9 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
+import logging
 import weakref
 from collections.abc import Coroutine, Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+logger = logging.getLogger(__name__)
+T = TypeVar('T')
 
 _scope: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar('browser_use_mcp_task_scope', default=None)
 
@@ -53,6 +58,21 @@ class TaskScope:
 		if doomed:
 			await asyncio.wait(doomed, timeout=timeout)
 		return [t for t in doomed if not t.done()]
+
+
+def held(task: asyncio.Task[T], into: set[asyncio.Task[Any]]) -> asyncio.Task[T]:
+	"""``task``, kept in ``into`` until it is done (the loop holds its tasks only weakly, and the set
+	is what a shutdown waits for or cancels); a failure is logged as it ends, with the task's name,
+	not whenever the task happens to be collected."""
+	into.add(task)
+	task.add_done_callback(functools.partial(_let_go, into))
+	return task
+
+
+def _let_go(into: set[asyncio.Task[Any]], task: asyncio.Task[Any]) -> None:
+	into.discard(task)
+	if not task.cancelled() and (exc := task.exception()) is not None:
+		logger.error('background task %s failed', task.get_name(), exc_info=exc)
 
 
 def current_scope() -> TaskScope | None:

@@ -34,7 +34,7 @@ from browser_use_mcp.providers.cdp_client import COMMAND_TIMEOUT, CdpConnection,
 from browser_use_mcp.providers.cdp_proxy import ContextLink, ContextRouter, Upstream
 from browser_use_mcp.providers.process import ProcessProvider
 from browser_use_mcp.session_options import SessionOptions
-from browser_use_mcp.tasks import outside_scopes
+from browser_use_mcp.tasks import held, outside_scopes
 
 logger = logging.getLogger('browser_use_mcp.providers.shared')
 
@@ -265,17 +265,13 @@ class SharedProvider(BrowserProvider):
 			await asyncio.to_thread(shard.dirs.remove)
 
 	def _spawn(self, coro: Any) -> None:
-		task = asyncio.get_running_loop().create_task(coro)
-		self._retiring.add(task)
-		task.add_done_callback(self._retiring.discard)
+		held(asyncio.get_running_loop().create_task(coro), self._retiring)
 
 	def _dispose_soon(self, shard: Shard) -> None:
 		"""Dispose of a shard in a task of its own that shutdown waits for and never cancels: cut
 		short, its Chromium would be killed but never waited for (nor its singleton's directory in
 		/tmp removed)."""
-		task = asyncio.get_running_loop().create_task(self._dispose_shard(shard))
-		self._disposing.add(task)
-		task.add_done_callback(self._disposing.discard)
+		held(asyncio.get_running_loop().create_task(self._dispose_shard(shard)), self._disposing)
 
 	async def problem(self) -> str | None:
 		if self.attach_url is not None:  # the browser someone else runs: does it still answer?

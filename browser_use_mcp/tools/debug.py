@@ -27,6 +27,7 @@ from browser_use_mcp import calllog
 from browser_use_mcp.errors import InvalidArgument
 from browser_use_mcp.patches import internals
 from browser_use_mcp.sessions import SessionState
+from browser_use_mcp.tasks import held
 from browser_use_mcp.tools.base import Args, Call, Output, Reply, as_json, tool
 
 logger = logging.getLogger('browser_use_mcp.tools')
@@ -375,9 +376,7 @@ def watch(state: SessionState) -> None:
 		if info.get('type') in _PAGES and session_id:
 			if info.get('targetId'):
 				rec.attached[session_id] = info['targetId']
-			task = asyncio.get_running_loop().create_task(_enable(root, session_id))
-			pending.add(task)
-			task.add_done_callback(pending.discard)
+			held(asyncio.get_running_loop().create_task(_enable(root, session_id)), pending)
 
 	try:
 		if root is None:
@@ -389,9 +388,7 @@ def watch(state: SessionState) -> None:
 	except internals.Unavailable as exc:
 		logger.warning('console messages and network requests are not recorded for this session (%s)', exc)
 		return
-	task = asyncio.get_running_loop().create_task(_enable_open_tabs(bs, root))
-	pending.add(task)
-	task.add_done_callback(pending.discard)
+	held(asyncio.get_running_loop().create_task(_enable_open_tabs(bs, root)), pending)
 
 
 # -- the tools ---------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from browser_use_mcp.metrics import Metrics, guarded, needs_token
 from browser_use_mcp.oauth import IssuerUnavailable, JwtBackend, JwtVerifier, OAuthSettings, RequireBearer, metadata_routes
 from browser_use_mcp.server import PrincipalOf, build_server
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry
+from browser_use_mcp.tasks import held
 from browser_use_mcp.telemetry import Telemetry
 from browser_use_mcp.transports import run_until_stopped
 
@@ -233,9 +234,7 @@ class TokenReloader:
 
 	def hangup(self) -> None:
 		"""The SIGHUP handler: reload now (in a task; signal handlers cannot await)."""
-		task = asyncio.get_running_loop().create_task(self.reload('SIGHUP'), name='reload-tokens')
-		self._tasks.add(task)
-		task.add_done_callback(self._tasks.discard)
+		held(asyncio.get_running_loop().create_task(self.reload('SIGHUP'), name='reload-tokens'), self._tasks)
 
 	async def watch(self) -> None:
 		while True:
