@@ -262,7 +262,11 @@ async def main(args: argparse.Namespace) -> None:
 							round(off['p50'], 1),
 							round(on['p50'] / off['p50'], 2),
 							on['chars'],
-							'same' if (on['listed'], on['chars']) == (off['listed'], off['chars']) else 'DIFFERENT',
+							'not compared'  # --only-on: there is no other answer to hold it against
+							if False not in result
+							else 'same'
+							if (on['listed'], on['chars']) == (off['listed'], off['chars'])
+							else 'DIFFERENT',
 						]
 					)
 					print(*rows[-1], sep=' | ', file=sys.stderr, flush=True)
