@@ -334,6 +334,7 @@ class ChromiumProcess:
 				os.close(from_child_w)
 		if SIDECAR is not None:
 			SIDECAR.track(proc.pid)  # its own session: process group id == pid
+			SIDECAR.track_profile(profile_dir)  # the default session's lies outside the state dir
 		cdp = PipeMux()
 		await cdp.start(from_child_r, to_child_w)
 		chromium = cls(proc, profile_dir, cdp)
@@ -454,6 +455,7 @@ class ChromiumProcess:
 		await wait_gone(members, timeout=3.0)
 		if SIDECAR is not None:
 			SIDECAR.untrack(self.pid)
+			SIDECAR.untrack_profile(self.profile_dir)
 
 
 def chromium_args(

@@ -112,11 +112,15 @@ def _delete(url: str) -> None:
 		urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=5).close()
 
 
-def _remove(state_dir: str, live: set[int]) -> None:
-	"""Delete the dead server's directory once its browsers no longer write into it."""
+def _wait_dead(live: set[int]) -> None:
 	deadline = time.monotonic() + 3
 	while any(_group_alive(g) for g in live) and time.monotonic() < deadline:
 		time.sleep(0.05)
+
+
+def _remove(state_dir: str, live: set[int]) -> None:
+	"""Delete the dead server's directory once its browsers no longer write into it."""
+	_wait_dead(live)
 	release_singletons(state_dir)  # its browsers' singleton directories in /tmp
 	for _ in range(3):
 		shutil.rmtree(state_dir, ignore_errors=True)
@@ -133,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 	signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM sent to the whole process group
 	live: set[int] = set()
 	remote: set[str] = set()
+	profiles: dict[str, int] = {}  # profiles of live browsers (some outside the state dir: the default session's)
 	for raw in sys.stdin.buffer:
 		line = raw.strip()
 		if line[1:3] == b'D ':
@@ -141,6 +146,15 @@ def main(argv: list[str] | None = None) -> int:
 				remote.add(url)
 			elif line[:1] == b'-':
 				remote.discard(url)
+			continue
+		if line[1:3] == b'P ':
+			path = os.fsdecode(line[3:])
+			if line[:1] == b'+':
+				profiles[path] = profiles.get(path, 0) + 1
+			elif line[:1] == b'-' and profiles.get(path, 0) > 1:
+				profiles[path] -= 1
+			elif line[:1] == b'-':
+				profiles.pop(path, None)
 			continue
 		if len(line) < 2 or not line[1:].isdigit():
 			continue
@@ -153,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
 		_kill_group(pgid)
 	for url in remote:
 		_delete(url)
+	if profiles:  # their singleton directories in /tmp, once the browsers are gone
+		_wait_dead(live)
+		for path in profiles:
+			with contextlib.suppress(OSError):
+				release_singleton(Path(path))
 	if state_dir:
 		_remove(state_dir, live)
 	return 0
@@ -188,6 +207,13 @@ class Sidecar:
 
 	def untrack(self, pgid: int) -> None:
 		self._send(f'-{pgid}')
+
+	def track_profile(self, profile: str | os.PathLike[str]) -> None:
+		"""A live browser's profile: released (``release_singleton``) if the server dies."""
+		self._send(f'+P {os.fspath(profile)}')
+
+	def untrack_profile(self, profile: str | os.PathLike[str]) -> None:
+		self._send(f'-P {os.fspath(profile)}')
 
 	def track_remote(self, delete_url: str) -> None:
 		self._send(f'+D {delete_url}')

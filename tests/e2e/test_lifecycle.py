@@ -129,8 +129,11 @@ async def test_client_disconnect_mid_call_leaves_no_state_dir(tmp_path: Path, si
 
 async def test_sigkill_of_the_server_takes_its_browsers_down(raw, tmp_path: Path, site: str, scratch: Path) -> None:
 	server = await start(raw, tmp_path / 'home', env=server_env(tmp_path / 'home', TMPDIR=str(scratch)))
-	pids = await open_sessions(server, site, ['a', 'b', 'c'])
-	assert list(scratch.glob('org.chromium.*'))
+	await open_sessions(server, site, ['a', 'b', 'c'])
+	async with server.client() as mcp:  # and the default session, whose profile lies outside the state dir
+		await mcp.ok('browser_navigate', url=f'{site}/two')
+	pids = owned_processes(server.pid)
+	assert len(list(scratch.glob('org.chromium.*'))) >= 2
 	os.kill(server.pid, signal.SIGKILL)
 	await server.wait(5)
 	started = time.monotonic()
