@@ -25,6 +25,7 @@ import psutil
 
 from browser_use_mcp.browser import SessionDirs
 from browser_use_mcp.providers import Browser
+from browser_use_mcp.tasks import held
 
 logger = logging.getLogger('browser_use_mcp.pool')
 
@@ -210,9 +211,7 @@ class BrowserPool:
 			excess -= 1
 
 	def _spawn_close(self, spare: Spare) -> None:
-		task = asyncio.get_running_loop().create_task(spare.discard())
-		self._closing.add(task)
-		task.add_done_callback(self._closing.discard)
+		held(asyncio.get_running_loop().create_task(spare.discard()), self._closing)
 
 	# -- shutdown ----------------------------------------------------------------------------
 

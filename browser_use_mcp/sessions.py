@@ -670,9 +670,8 @@ class SessionRegistry:
 		if not state.persist or state.closed_reason is not None or self._shutting_down:
 			return
 		if state.saver is None or state.saver.done():
-			state.saver = asyncio.create_task(self._save_soon(state), name=f'save-session-{state.session_id[:40]}')
-			self._background.add(state.saver)
-			state.saver.add_done_callback(self._background.discard)
+			saving = asyncio.create_task(self._save_soon(state), name=f'save-session-{state.session_id[:40]}')
+			state.saver = held(saving, self._background)
 
 	async def _save_soon(self, state: SessionState) -> None:
 		await asyncio.sleep(SAVE_AFTER)

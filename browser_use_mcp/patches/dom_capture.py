@@ -45,6 +45,7 @@ import time
 from typing import Any
 
 from browser_use_mcp.patches import Patch, Saved
+from browser_use_mcp.tasks import held
 
 logger = logging.getLogger(__name__)
 
@@ -169,12 +170,10 @@ async def click_listener_ids(client: Any, session_id: str, script: str, batch: i
 		return set()
 	finally:
 		# off the state's critical path: the renderer handles it after what was sent before
-		release = asyncio.ensure_future(_release(send, group, session_id))
-		_releasing.add(release)
-		release.add_done_callback(_releasing.discard)
+		held(asyncio.ensure_future(_release(send, group, session_id)), _releasing)
 
 
-_releasing: set[asyncio.Future[None]] = set()  # releases in flight (a task nobody references may be collected)
+_releasing: set[asyncio.Task[Any]] = set()  # releases in flight (a task nobody references may be collected)
 
 
 async def _release(send: Any, group: str, session_id: str) -> None:
