@@ -118,9 +118,8 @@ def _wait_dead(live: set[int]) -> None:
 		time.sleep(0.05)
 
 
-def _remove(state_dir: str, live: set[int]) -> None:
-	"""Delete the dead server's directory once its browsers no longer write into it."""
-	_wait_dead(live)
+def _remove(state_dir: str) -> None:
+	"""Delete the dead server's directory (its browsers are gone: they no longer write into it)."""
 	release_singletons(state_dir)  # its browsers' singleton directories in /tmp
 	for _ in range(3):
 		shutil.rmtree(state_dir, ignore_errors=True)
@@ -167,13 +166,13 @@ def main(argv: list[str] | None = None) -> int:
 		_kill_group(pgid)
 	for url in remote:
 		_delete(url)
-	if profiles:  # their singleton directories in /tmp, once the browsers are gone
+	if profiles or state_dir:
 		_wait_dead(live)
-		for path in profiles:
-			with contextlib.suppress(OSError):
-				release_singleton(Path(path))
+	for path in profiles:  # their singleton directories in /tmp, the browsers gone
+		with contextlib.suppress(OSError):
+			release_singleton(Path(path))
 	if state_dir:
-		_remove(state_dir, live)
+		_remove(state_dir)
 	return 0
 
 
