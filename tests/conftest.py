@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,6 +15,16 @@ os.environ['BROWSER_USE_MCP_CHROMIUM_ARGS'] = '--proxy-server=http://127.0.0.1:9
 from harness.pages import PageServer  # noqa: E402
 from harness.servers import Background, Mcp, running_server  # noqa: E402
 from tests.fixtures import isolation_modes  # noqa: E402
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+	"""Importing browser-use makes an empty /tmp/browser-use-downloads-<id> (its default profile's);
+	a test process that imported it without building a session's profile (which drops it) would
+	leave one behind per run."""
+	if 'browser_use.browser.session' in sys.modules:
+		from browser_use_mcp.browser import drop_default_downloads_dir
+
+		drop_default_downloads_dir()
 
 
 @pytest.fixture(scope='session')

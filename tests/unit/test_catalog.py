@@ -53,7 +53,10 @@ ADMIN_TOOLS = {
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 	"""Upstream's tool list, dumped in a subprocess (importing it reconfigures logging globally)."""
 	home = tmp_path_factory.mktemp('upstream-home')
-	env = dict(os.environ, HOME=str(home), ANONYMIZED_TELEMETRY='false', BROWSER_USE_CONFIG_DIR=str(home / 'cfg'))
+	# TMPDIR: importing browser-use makes an empty downloads dir in the temp dir; this keeps it in ours
+	env = dict(
+		os.environ, HOME=str(home), TMPDIR=str(home), ANONYMIZED_TELEMETRY='false', BROWSER_USE_CONFIG_DIR=str(home / 'cfg')
+	)
 	out = subprocess.run([sys.executable, '-c', UPSTREAM_DUMP], env=env, capture_output=True, text=True, timeout=120, check=True)
 	return {t['name']: t for t in json.loads(out.stdout.strip().splitlines()[-1])}
 

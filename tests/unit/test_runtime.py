@@ -4,6 +4,7 @@ Nothing is launched: providers are made, not opened."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,7 @@ print(json.dumps({'tracked': tracked, 'frozen': frozen, 'after': len(gc.get_obje
 """
 
 
-def test_start_up_heap_is_kept_out_of_the_collector_once() -> None:
+def test_start_up_heap_is_kept_out_of_the_collector_once(tmp_path: Path) -> None:
 	"""What start-up made is frozen (full collections no longer rescan it: ~90 ms stalls of the one
 	loop, measured under four agents), with the modules a first page state needs loaded first; a
 	second call freezes nothing. In a fresh interpreter: freezing pytest's heap would leak its cycles."""
@@ -63,7 +64,9 @@ def test_start_up_heap_is_kept_out_of_the_collector_once() -> None:
 	import subprocess
 	import sys
 
-	out = subprocess.run([sys.executable, '-c', FREEZE_PROBE], capture_output=True, text=True, timeout=120, check=True)
+	# TMPDIR: importing browser-use makes an empty downloads dir in the temp dir; this keeps it in ours
+	env = {**os.environ, 'TMPDIR': str(tmp_path)}
+	out = subprocess.run([sys.executable, '-c', FREEZE_PROBE], capture_output=True, text=True, timeout=120, check=True, env=env)
 	probe = json.loads(out.stdout.strip().splitlines()[-1])
 	assert probe['frozen'] > 50_000 and probe['frozen'] > probe['tracked']  # the state path's modules came in too
 	assert probe['after'] < probe['frozen'] / 10
