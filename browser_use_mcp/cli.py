@@ -250,6 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
 		help=f'--isolation context: sessions per shared Chromium (default {_default("contexts_per_browser")}; env {_env("contexts_per_browser")})',
 	)
 	b.add_argument(
+		'--spread-browsers',
+		type=int,
+		metavar='M',
+		help='--isolation context: new sessions go to the least busy of up to M shared Chromiums before any hosts two, '
+		"so a heavy page's state holds fewer sessions' browser (1: fill one Chromium first; "
+		f'default {_default("spread_browsers")}; env {_env("spread_browsers")})',
+	)
+	b.add_argument(
 		'--allow-browser-urls',
 		metavar='URLS',
 		help='browser-internal pages the tools may open anyway, comma-separated, e.g. chrome://version,about:version '
@@ -367,6 +375,7 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'isolation': ns.isolation,
 		'dialogs': ns.dialogs,
 		'contexts_per_browser': ns.contexts_per_browser,
+		'spread_browsers': ns.spread_browsers,
 		'cdp_url': ns.cdp_url,
 		'allow_browser_urls': tuple(u.strip() for u in ns.allow_browser_urls.split(',') if u.strip())
 		if ns.allow_browser_urls

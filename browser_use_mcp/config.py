@@ -98,6 +98,7 @@ class ServerConfig:
 	isolation: str = 'context'  # what a named session is: 'browser' (a Chromium each) or 'context' (shared Chromiums)
 	dialogs: str = 'accept'  # JavaScript dialogs: 'accept' (browser-use answers them at once) or 'hold' (browser_handle_dialog)
 	contexts_per_browser: int = 16  # --isolation context: most sessions one shared Chromium hosts (measured: docs/performance.md)
+	spread_browsers: int = 2  # --isolation context: shared Chromiums new sessions are spread over before one hosts two
 	shared_browser_idle: float = 30.0  # s an empty shared Chromium waits for a new session before it is closed
 	cdp_url: str | None = None  # attach to this browser: the default session drives it, named sessions get contexts
 	grid_url: str | None = None  # a Selenium Grid 4: every session's browser is a Grid session (docs/grid.md)
@@ -237,6 +238,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'isolation': (f'{ENV_PREFIX}ISOLATION', str),
 	'dialogs': (f'{ENV_PREFIX}DIALOGS', str),
 	'contexts_per_browser': (f'{ENV_PREFIX}CONTEXTS_PER_BROWSER', _int),
+	'spread_browsers': (f'{ENV_PREFIX}SPREAD_BROWSERS', _int),
 	'shared_browser_idle': (f'{ENV_PREFIX}SHARED_BROWSER_IDLE', _float),
 	'cdp_url': (f'{ENV_PREFIX}CDP_URL', str),
 	'grid_url': (f'{ENV_PREFIX}GRID_URL', str),
@@ -402,6 +404,8 @@ def validate(config: ServerConfig) -> None:
 		problems.append('shared browser idle time must be >= 0')
 	if config.contexts_per_browser < 1:
 		problems.append('contexts per browser must be >= 1')
+	if config.spread_browsers < 1:
+		problems.append('spread browsers must be >= 1 (1: fill one shared Chromium before the next)')
 	if config.cdp_url is not None and not config.cdp_url.startswith(('http://', 'https://', 'ws://', 'wss://')):
 		problems.append(f'--cdp-url must be an http(s):// or ws(s):// URL, not {config.cdp_url!r}')
 	if config.grid_url is not None:

@@ -177,6 +177,7 @@ def server_environment(home: Path, config: ServerConfig, base: dict[str, str] | 
 		env['BROWSER_USE_MCP_CHROMIUM'] = config.executable_path
 	env['BROWSER_USE_MCP_ISOLATION'] = config.isolation
 	env['BROWSER_USE_MCP_CONTEXTS_PER_BROWSER'] = str(config.contexts_per_browser)
+	env['BROWSER_USE_MCP_SPREAD_BROWSERS'] = str(config.spread_browsers)
 	# The demo's site is on loopback; a proxy on a closed loopback port (last, so it wins) keeps
 	# Chromium's own background connections to Google from leaving the machine.
 	env['BROWSER_USE_MCP_CHROMIUM_ARGS'] = shlex.join((*config.chromium_args, '--proxy-server=http://127.0.0.1:9'))
@@ -316,10 +317,15 @@ class IsolationCheck:
 
 
 def isolation_checks(
-	runs: list[SessionRun], listed: list[str] | None, profiles: set[str] | None, contexts_per_browser: int | None = None
+	runs: list[SessionRun],
+	listed: list[str] | None,
+	profiles: set[str] | None,
+	contexts_per_browser: int | None = None,
+	spread: int = 1,
 ) -> list[IsolationCheck]:
 	"""What must be true if, and only if, the sessions were isolated from each other.
-	``contexts_per_browser``: the sessions are contexts of shared Chromiums, this many to one."""
+	``contexts_per_browser``: the sessions are contexts of shared Chromiums, this many to one, spread
+	over ``spread`` Chromiums before any hosts two (``--spread-browsers``)."""
 	checks = []
 	good = [r for r in runs if not r.error]
 	checks.append(IsolationCheck(len(good) == len(runs), f'{len(good)} of {len(runs)} sessions completed every step'))
@@ -350,7 +356,7 @@ def isolation_checks(
 	if profiles is None:
 		checks.append(IsolationCheck(None, 'separate browser processes (not visible from here; skipped)'))
 	elif contexts_per_browser:
-		shared = -(-len(runs) // contexts_per_browser)
+		shared = max(-(-len(runs) // contexts_per_browser), min(len(runs), spread))
 		checks.append(
 			IsolationCheck(
 				len(profiles) == shared,
@@ -478,7 +484,7 @@ async def _run(config: ServerConfig, output: Path, out: TextIO, home: Path, serv
 		print(f'  {"ms per step" if i == 0 else "":11}  {step:5}  {meaning}', file=out)
 	print('', file=out)
 	shared = config.contexts_per_browser if config.isolation == 'context' else None
-	checks = isolation_checks(runs, listed, profiles, shared)
+	checks = isolation_checks(runs, listed, profiles, shared, config.spread_browsers)
 	print('Isolation checks', file=out)
 	for check in checks:
 		mark = 'PASS' if check.ok else 'skip' if check.ok is None else 'FAIL'

@@ -136,6 +136,7 @@ def choose_providers(config: ServerConfig, owner: Owner, state_dir: StateDir) ->
 				process,
 				new_dirs=lambda: state_dir.new_session_dirs(LOCAL_PRINCIPAL, 'shared-browser'),
 				contexts_per_browser=config.contexts_per_browser,
+				spread=config.spread_browsers,
 				attach_url=config.cdp_url,
 				empty_grace=config.shared_browser_idle,
 			)

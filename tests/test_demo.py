@@ -71,7 +71,7 @@ def browsers_of(server_pid: int) -> list[int]:
 @pytest.mark.parametrize(
 	('mode', 'processes'),
 	[
-		('context', 'PASS  3 sessions as browser contexts of 1 shared Chromium'),
+		('context', 'PASS  3 sessions as browser contexts of 2 shared Chromium process(es) (expected 2)'),
 		('browser', 'PASS  3 Chromium processes, each on its own'),
 	],
 )
@@ -148,6 +148,10 @@ def test_checks_pass_only_for_isolated_sessions() -> None:
 	assert all(c.ok for c in isolation_checks(good, ids, one_profile, contexts_per_browser=16))
 	assert not all(c.ok for c in isolation_checks(good, ids, {'/p/1', '/p/2'}, contexts_per_browser=16))
 	assert all(c.ok for c in isolation_checks(good, ids, {'/p/1', '/p/2'}, contexts_per_browser=1))
+	# spread over two Chromiums before any hosts two sessions
+	assert all(c.ok for c in isolation_checks(good, ids, {'/p/1', '/p/2'}, contexts_per_browser=16, spread=2))
+	assert not all(c.ok for c in isolation_checks(good, ids, one_profile, contexts_per_browser=16, spread=2))
+	assert all(c.ok for c in isolation_checks(good, ids, {'/p/1', '/p/2'}, contexts_per_browser=16, spread=3))
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ tabs, cookies, storage, permissions and downloads.
 
 ``SharedProvider`` launches Chromiums of our own (same flags, owner marker, parent-death signal
 and sweep as a per-session Chromium), each hosting at most ``contexts_per_browser`` sessions; it
-opens another when all are full and closes an empty one after a grace period. When a shard's
+spreads sessions over ``spread`` of them before one hosts two (then the least busy with room gets
+the next), opens another when all are full and closes an empty one after a grace period. When a shard's
 Chromium dies, every session in it gets the usual one-time "browser died" error; sessions in
 other shards are untouched. ``attach`` makes it host contexts in a browser at a CDP URL instead
 (``--cdp-url``): that browser is never closed or killed, only the contexts we made in it.
@@ -114,6 +115,7 @@ class SharedProvider(BrowserProvider):
 		*,
 		new_dirs: Callable[[], SessionDirs],
 		contexts_per_browser: int = 16,
+		spread: int = 1,
 		attach_url: str | None = None,
 		empty_grace: float = EMPTY_SHARD_GRACE,
 	) -> None:
@@ -122,6 +124,7 @@ class SharedProvider(BrowserProvider):
 		self.launcher = launcher
 		self.new_dirs = new_dirs
 		self.contexts_per_browser = max(1, contexts_per_browser)
+		self.spread = max(1, spread)  # shared Chromiums new sessions are spread over (see _pick)
 		self.attach_url = attach_url
 		self.empty_grace = empty_grace
 		self.shards: list[Shard] = []
@@ -174,15 +177,29 @@ class SharedProvider(BrowserProvider):
 			for shard in list(self.shards):
 				if not shard.alive():
 					self._shard_died(shard)
-			shard = next((s for s in self.shards if s.load < self.contexts_per_browser and s.connection.open_), None)
+			shard = self._pick()
 			if shard is None:
-				if self.attach_url is not None and self.shards:
-					shard = self.shards[0]  # an attached browser takes every context
-				else:
-					shard = await self._new_shard()
-					self.shards.append(shard)
+				shard = await self._new_shard()
+				self.shards.append(shard)
 			shard.reserved += 1
 			return shard
+
+	def _pick(self) -> Shard | None:
+		"""The shard a new context goes to, or None for a new one. The least busy shard with room,
+		but while fewer than ``spread`` Chromiums run and each already hosts a session, a new one:
+		every answer a tab sends passes through its browser process's one main thread, which a heavy
+		page's state holds for ~0.35 s (docs/performance.md), so two sessions share it only once
+		``spread`` Chromiums are busy. An attached browser takes every context."""
+		open_ = [s for s in self.shards if s.connection.open_]
+		if self.attach_url is not None:
+			return open_[0] if open_ else None
+		room = [s for s in open_ if s.load < self.contexts_per_browser]
+		if not room:
+			return None
+		least = min(room, key=lambda s: s.load)  # the first of equals: the oldest
+		if least.load > 0 and len(open_) < self.spread:
+			return None
+		return least
 
 	async def _new_shard(self) -> Shard:
 		if self.attach_url is not None:

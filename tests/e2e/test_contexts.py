@@ -55,7 +55,7 @@ def shared_browsers(server_pid: int) -> list[psutil.Process]:
 
 
 async def test_sessions_in_one_shared_browser_share_nothing(raw: list[RawServer], tmp_path: Path, site: str) -> None:
-	server = await start(raw, tmp_path / 'home', '--contexts-per-browser', '8')
+	server = await start(raw, tmp_path / 'home', '--contexts-per-browser', '8', '--spread-browsers', '1')
 	users = ['ann', 'ben', 'cat', 'dan']
 	async with server.client() as mcp:
 		for i, user in enumerate(users):
@@ -130,14 +130,16 @@ async def test_a_shared_browser_crash_stays_inside_its_shard(raw: list[RawServer
 	async with server.client() as mcp:
 		for sid in ('s1', 's2', 's3', 's4'):
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/login?user={sid}')
+		# spread over two Chromiums (the default --spread-browsers 2), then each to the least busy:
+		# s1 and s3 in the first, s2 and s4 in the second
 		first, second = shared_browsers(server.pid)
 		victims = {first.pid, *(c.pid for c in first.children(recursive=True))}
 		os.kill(first.pid, signal.SIGKILL)
 		assert await asyncio.to_thread(wait_until, lambda: not any(psutil.pid_exists(p) for p in victims), 5)
-		for sid in ('s1', 's2'):
+		for sid in ('s1', 's3'):
 			lost = await mcp.call('browser_get_state', session_id=sid)
 			assert lost.is_error and 'browser died' in lost.text and 'shared Chromium' in lost.text, lost.text
-		for sid in ('s3', 's4'):
+		for sid in ('s2', 's4'):
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/whoami')
 			assert (await mcp.page_state(sid))['title'] == f'Who: {sid}', 'the other shard is untouched'
 		assert second.is_running()
@@ -151,7 +153,7 @@ async def test_a_shared_browser_crash_stays_inside_its_shard(raw: list[RawServer
 
 
 async def test_closing_a_context_leaves_the_others_in_its_browser_alone(raw: list[RawServer], tmp_path: Path, site: str) -> None:
-	server = await start(raw, tmp_path / 'home')
+	server = await start(raw, tmp_path / 'home', '--spread-browsers', '1')
 	async with server.client() as mcp:
 		await mcp.ok('browser_navigate', session_id='stays', url=f'{site}/two')
 		await mcp.ok('browser_navigate', session_id='goes', url=f'{site}/two')
@@ -246,7 +248,7 @@ async def test_prewarm_hands_out_ready_contexts(raw: list[RawServer], tmp_path: 
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/login?user={sid[-6:]}')
 		titles = [(await mcp.page_state(sid))['title'] for sid in created]
 		assert titles == ['Logged in'] * 3
-		assert len(shared_browsers(server.pid)) == 1, 'spares are contexts of the same shared Chromium'
+		assert len(shared_browsers(server.pid)) == 2, 'spares are contexts of the shared Chromiums (two: --spread-browsers)'
 
 
 # -- settings that make no sense ----------------------------------------------------------------------
@@ -258,6 +260,7 @@ async def test_prewarm_hands_out_ready_contexts(raw: list[RawServer], tmp_path: 
 		({'BROWSER_USE_MCP_ISOLATION': 'tabs'}, 'isolation must be browser or context'),
 		({'BROWSER_USE_MCP_CONTEXTS_PER_BROWSER': '0'}, 'contexts per browser must be >= 1'),
 		({'BROWSER_USE_MCP_CONTEXTS_PER_BROWSER': 'many'}, 'BROWSER_USE_MCP_CONTEXTS_PER_BROWSER'),
+		({'BROWSER_USE_MCP_SPREAD_BROWSERS': '0'}, 'spread browsers must be >= 1'),
 		({'BROWSER_USE_MCP_CDP_URL': 'localhost:9222'}, 'must be an http(s):// or ws(s):// URL'),
 		({'BROWSER_USE_MCP_SHARED_BROWSER_IDLE': '-1'}, 'shared browser idle time must be >= 0'),
 		({'BROWSER_USE_MCP_CHROMIUM_NICE': '20'}, 'chromium nice must be 0 to 19'),

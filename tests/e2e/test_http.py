@@ -234,9 +234,9 @@ async def test_four_clients_two_sessions_each(server: HttpServer, site: str, iso
 			assert await session_ids(client) == set(ids)
 		if isolation == 'browser':
 			assert len(user_data_dirs(server.pid)) >= 8  # eight browsers, eight profiles
-		else:  # eight contexts of one shared Chromium, eight session directories
-			assert len(user_data_dirs(server.pid)) == 1
-			assert len(list(server.home.glob('state/srv-*/s-*/files'))) == 8 + 1  # and the shared Chromium's own
+		else:  # eight contexts of two shared Chromiums (--spread-browsers 2), eight session directories
+			assert len(user_data_dirs(server.pid)) == 2
+			assert len(list(server.home.glob('state/srv-*/s-*/files'))) == 8 + 2  # and the shared Chromiums' own
 		closed = await asyncio.gather(*(c.ok('browser_close_all') for c in clients))
 		assert [r.structured['closed'] for r in closed] == [2, 2, 2, 2]
 		print(f'\n8 sessions across 4 HTTP clients created, logged in and checked in {elapsed:.1f} s')

@@ -12,7 +12,7 @@ import pytest
 from browser_use_mcp.browser import Owner, StateDir
 from browser_use_mcp.providers.grid import GridProvider
 from browser_use_mcp.providers.process import ProcessProvider
-from browser_use_mcp.providers.shared import AttachedProvider, SharedProvider
+from browser_use_mcp.providers.shared import AttachedProvider, Shard, SharedProvider
 from browser_use_mcp.runtime import choose_providers, preflight
 from tests.unit.test_sessions import fake_config
 
@@ -71,3 +71,60 @@ def test_start_up_heap_is_kept_out_of_the_collector_once(tmp_path: Path) -> None
 	assert probe['frozen'] > 50_000 and probe['frozen'] > probe['tracked']  # the state path's modules came in too
 	assert probe['after'] < probe['frozen'] / 10
 	assert probe['again'] == 0 and probe['dom'] is True
+
+
+class _Conn:
+	open_ = True
+
+
+def _shards(provider: SharedProvider, *loads: int) -> list[Shard]:
+	"""Shards as _pick sees them: a live connection and this many sessions each (no browser)."""
+	made = []
+	for load in loads:
+		shard = Shard(None, _Conn(), None, None)  # type: ignore[arg-type]
+		shard.reserved = load
+		made.append(shard)
+	provider.shards = made
+	return made
+
+
+@pytest.mark.parametrize(
+	('spread', 'per_browser', 'loads', 'picked'),
+	[
+		(2, 16, (), None),  # no Chromium yet: start one
+		(2, 16, (0,), 0),  # an empty one waits for a session
+		(2, 16, (1,), None),  # one busy Chromium and room for two: a second one
+		(2, 16, (1, 0), 1),
+		(2, 16, (1, 1), 0),  # two busy: the least busy, the oldest of equals
+		(2, 16, (3, 2), 1),
+		(2, 2, (2, 2), None),  # both full
+		(2, 2, (2, 1), 1),
+		(1, 16, (5,), 0),  # spread 1: fill one before the next
+		(1, 2, (2,), None),
+		(3, 16, (1, 1), None),
+		(3, 16, (1, 1, 1), 0),
+	],
+)
+def test_new_sessions_are_spread_over_shared_browsers_then_go_to_the_least_busy(
+	spread: int, per_browser: int, loads: tuple[int, ...], picked: int | None
+) -> None:
+	provider = SharedProvider(
+		ProcessProvider(None, owner=Owner.current(), profile_base={}, headless=True),
+		new_dirs=lambda: None,  # type: ignore[arg-type, return-value]
+		contexts_per_browser=per_browser,
+		spread=spread,
+	)
+	shards = _shards(provider, *loads)
+	assert provider._pick() is (None if picked is None else shards[picked])
+
+
+def test_a_closed_shard_takes_no_session_and_an_attached_browser_takes_them_all() -> None:
+	launcher = ProcessProvider(None, owner=Owner.current(), profile_base={}, headless=True)
+	provider = SharedProvider(launcher, new_dirs=lambda: None, spread=2)  # type: ignore[arg-type, return-value]
+	shards = _shards(provider, 0, 1)
+	shards[0].connection = type('Closed', (), {'open_': False})()  # type: ignore[assignment]
+	assert provider._pick() is None, 'the one open Chromium is busy and only one of two runs: a new one'
+	attached = SharedProvider(launcher, new_dirs=lambda: None, spread=4, attach_url=CLOSED)  # type: ignore[arg-type, return-value]
+	assert attached._pick() is None, 'not connected yet'
+	(only,) = _shards(attached, 40)
+	assert attached._pick() is only, 'never a second connection to an attached browser'
