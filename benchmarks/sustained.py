@@ -1,7 +1,7 @@
 """Sustained load: ``python -m benchmarks.sustained [--agents N] [--seconds S] [--no-peers] [--corpus]``.
 
 ``--agents`` agents at once (16 by default) each loop *read the page, click a button that does not
-navigate* for ``--seconds`` (20) against one server: ours (contexts of one shared Chromium,
+navigate* for ``--seconds`` (20) against one server: ours (contexts of shared Chromiums,
 ``browser_get_state`` + ``browser_click``) and, when ``scripts/peers.sh`` installed them, the peers
 (``@playwright/mcp``: a connection per agent, ``browser_snapshot`` + ``browser_click``;
 ``chrome-devtools-mcp``: an isolated context per agent, ``take_snapshot`` + ``click``), all on the
