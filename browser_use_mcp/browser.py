@@ -57,6 +57,22 @@ CHROMIUM_CANDIDATES = (
 	'/Applications/Chromium.app/Contents/MacOS/Chromium',
 )
 
+# Chromium's headless shell: the same engine without the browser's windows and UI. Debian ships it
+# as its own package (chromium-headless-shell, the same version as chromium). Each session's
+# context or browser in the full Chromium gets a browser window (toolbar, tab strip, omnibox) that
+# headless mode draws and nobody sees: on the browser process's main thread, through which every
+# DevTools message passes, that costs ~3x what the shell spends per session (docs/performance.md,
+# "The headless shell"). Preferred when headless and nothing else is configured.
+HEADLESS_SHELL_CANDIDATES = (
+	'/usr/lib/chromium/chromium-headless-shell',
+	'/usr/bin/chrome-headless-shell',
+)
+# Debian's /usr/bin/chromium-headless-shell is a shell script that runs the binary without exec: the
+# process we would start (and signal, and tie to our death) would be sh, not the browser, which
+# would outlive a killed server. The binary itself is launched instead.
+WRAPPED_BINARIES = {'/usr/bin/chromium-headless-shell': '/usr/lib/chromium/chromium-headless-shell'}
+HEADLESS_SHELL_NAMES = ('chromium-headless-shell', 'chrome-headless-shell')
+
 # Launch flags we add on top of browser-use's: nothing here phones home at start-up (this
 # machine, like many CI boxes, has no network), and nothing costs memory an automation
 # browser never uses. The GPU (software-rendered when headless) and the network service run
@@ -91,11 +107,16 @@ EXTRA_ARGS = (
 DEVTOOLS_SWITCHES = ('--remote-debugging-port', '--remote-debugging-address', '--remote-debugging-pipe', '--remote-allow-origins')
 
 
-def find_chromium(configured: str | None = None) -> str | None:
-	"""The browser binary: the configured one, else the usual system and Playwright paths."""
+def find_chromium(configured: str | None = None, *, headless_shell: bool = False) -> str | None:
+	"""The browser binary: the configured one, else (with ``headless_shell``) Chromium's headless
+	shell if installed, else the usual system and Playwright paths."""
 	if configured:
-		path = shutil.which(configured) or configured
+		path = unwrapped(shutil.which(configured) or configured)
 		return path if Path(path).is_file() else None
+	if headless_shell:
+		shell = find_headless_shell()
+		if shell is not None:
+			return shell
 	for candidate in CHROMIUM_CANDIDATES:
 		if Path(candidate).is_file():
 			return candidate
@@ -104,6 +125,41 @@ def find_chromium(configured: str | None = None) -> str | None:
 		if found:
 			return found
 	return internals.installed_browser_path()
+
+
+def unwrapped(path: str) -> str:
+	"""The browser binary behind a distribution's wrapper script that does not exec it."""
+	binary = WRAPPED_BINARIES.get(os.path.realpath(path))
+	return binary if binary is not None and Path(binary).is_file() else path
+
+
+def find_headless_shell() -> str | None:
+	for candidate in HEADLESS_SHELL_CANDIDATES:
+		if Path(candidate).is_file():
+			return candidate
+	for name in HEADLESS_SHELL_NAMES:
+		found = shutil.which(name)
+		if found:
+			return unwrapped(found)
+	return None
+
+
+def is_headless_shell(executable: str | None) -> bool:
+	return bool(executable) and 'headless-shell' in Path(os.path.realpath(executable)).name.replace('_', '-')
+
+
+def wants_headless_shell(config: Any) -> bool:
+	"""Headless, and without browser-use's extensions (the shell runs none), unless
+	``--no-headless-shell``: the headless shell is preferred when installed."""
+	return bool(
+		config.headless and config.headless_shell and not dict(config.browser_profile).get('enable_default_extensions', False)
+	)
+
+
+def server_browser(config: Any) -> str | None:
+	"""The binary a server with this config launches: ``--chromium`` if given, else the headless
+	shell when wanted and installed, else the full Chromium."""
+	return find_chromium(config.executable_path, headless_shell=wants_headless_shell(config))
 
 
 def profile_lock_owner(user_data_dir: Path) -> int | None:
@@ -250,6 +306,9 @@ def _set_parent_death_signal() -> None:
 			pass
 		if os.getppid() == 1:  # the server died between fork and prctl
 			os._exit(1)
+
+
+UNKNOWN_STATUS: Any = object()  # ChromiumProcess._ended_status: ended, its status not at hand
 
 
 class ChromiumProcess:
@@ -406,7 +465,36 @@ class ChromiumProcess:
 		self._exit_callbacks.append(callback)
 
 	def alive(self) -> bool:
-		return self.proc.returncode is None
+		"""False as soon as the process has ended, before asyncio has reaped it: a call that comes in
+		between would otherwise go to a browser that is gone (and browser-use answers a state read on a
+		dead connection with an empty page rather than an error)."""
+		return self.proc.returncode is None and self._ended_status() is None
+
+	def _ended_status(self) -> int | None:
+		"""The exit status (as ``returncode``: negative for a signal) of our child once it has ended,
+		read without reaping it (``WNOWAIT``: asyncio's watcher still collects it); None while it runs."""
+		try:
+			ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+		except ChildProcessError:  # reaped (asyncio's watcher thread waits on it) before the loop was told
+			return UNKNOWN_STATUS
+		except OSError:
+			return None
+		if ended is None:
+			return None
+		return -ended.si_status if ended.si_code in (os.CLD_KILLED, os.CLD_DUMPED) else ended.si_status
+
+	def exit_status(self) -> int | None:
+		"""``returncode``, or the status of a child that ended before the loop heard of it (None if unknown)."""
+		if self.proc.returncode is not None:
+			return self.proc.returncode
+		status = self._ended_status()
+		return None if status is UNKNOWN_STATUS else status
+
+	async def exit_collected(self, timeout: float = 1.0) -> None:
+		"""Until asyncio has collected the exit of a process that has ended (its status for the error)."""
+		if self.proc.returncode is None and self._ended_status() is not None:
+			with contextlib.suppress(TimeoutError):
+				await asyncio.wait_for(asyncio.shield(self.proc.wait()), timeout)
 
 	def reason(self) -> str:
 		"""Chromium's own words about why it failed, filtered to the informative lines."""
@@ -421,7 +509,7 @@ class ChromiumProcess:
 
 	def reason_suffix(self) -> str:
 		reason = self.reason()
-		code = self.proc.returncode
+		code = self.exit_status()
 		parts = []
 		if code is not None:
 			parts.append(f'exit status {code}' if code >= 0 else f'killed by signal {-code}')

@@ -814,6 +814,7 @@ class SessionRegistry:
 					'Call again to start a fresh session with this id.'
 				)
 			if not state.browser.alive():
+				await state.browser.death_noticed()
 				await self._lose(state, 'crashed', state.browser.death_detail())
 				return await self._run(
 					principal, session_id, fn, create=create, on_hold=on_hold, deadline=deadline, waiting=waiting
@@ -844,6 +845,7 @@ class SessionRegistry:
 				# The browser died under the call: the connection dropped before its exit was noticed.
 				# That is the session's one-time "lost its browser state", not an error of this call.
 				if state.closed_reason is None and await self._died_under(state, exc):
+					await state.browser.death_noticed()
 					await self._lose(state, 'crashed', state.browser.death_detail())
 				if state.closed_reason is not None:
 					raise self._closed_error(state) from None

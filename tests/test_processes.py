@@ -130,3 +130,28 @@ def test_a_zombie_is_not_running(spawned: list[subprocess.Popen[bytes]]) -> None
 	assert wait_until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, 10)
 	assert not sidecar._pid_running(child.pid)
 	assert sidecar._pid_running(os.getpid())
+
+
+async def test_a_browser_process_is_dead_as_soon_as_it_ends_not_once_it_is_reaped(tmp_path) -> None:
+	"""A call that comes between a browser's death and asyncio reaping it must see it dead, with its
+	signal: browser-use answers a state read on a dead connection with an empty page, not an error."""
+	import asyncio
+	import signal
+	import time
+
+	from browser_use_mcp.browser import ChromiumProcess
+
+	class Pipe:
+		def on_close(self, _callback) -> None:
+			pass
+
+	proc = await asyncio.create_subprocess_exec('sleep', '30', stderr=asyncio.subprocess.PIPE)
+	chromium = ChromiumProcess(proc, tmp_path, Pipe())  # type: ignore[arg-type]
+	assert chromium.alive() and chromium.exit_status() is None
+	os.kill(proc.pid, signal.SIGKILL)
+	time.sleep(0.2)  # the loop cannot run: asyncio has not told the process object yet
+	assert proc.returncode is None, 'not collected yet'
+	assert not chromium.alive()
+	await chromium.exit_collected()  # what a session does before it says why its browser died
+	assert 'killed by signal 9' in chromium.reason_suffix()
+	assert not chromium.alive() and chromium.exit_status() == -9

@@ -73,6 +73,9 @@ class Endpoint(ABC):
 	def death_detail(self) -> str:
 		"""Why it is gone, for the one-time "browser died" error (e.g. Chromium's exit status)."""
 
+	async def death_noticed(self) -> None:  # noqa: B027 - only a browser process of ours has an exit to collect
+		"""Once ``alive()`` is False: until what ``death_detail`` reports is known (a process's exit status)."""
+
 	@abstractmethod
 	async def release(self, graceful: bool = False) -> None:
 		"""End it (kill, dispose, delete); never raises. ``graceful`` lets a profile flush to disk."""
@@ -101,6 +104,9 @@ class Browser:
 
 	def death_detail(self) -> str:
 		return self.endpoint.death_detail()
+
+	async def death_noticed(self) -> None:
+		await self.endpoint.death_noticed()
 
 	def take_notes(self) -> list[str]:
 		return self.endpoint.take_notes()

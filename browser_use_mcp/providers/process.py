@@ -48,6 +48,9 @@ class ProcessEndpoint(Endpoint):
 	def death_detail(self) -> str:
 		return 'Chromium exited unexpectedly' + self.chromium.reason_suffix()
 
+	async def death_noticed(self) -> None:
+		await self.chromium.exit_collected()
+
 	async def release(self, graceful: bool = False) -> None:
 		self.releasing = True
 		self.router.remove(self.cdp_url)
