@@ -103,7 +103,9 @@ def installed_version(package: str) -> str | None:
 def chromium() -> str | None:
 	from browser_use_mcp.browser import find_chromium
 
-	return find_chromium(os.environ.get('BROWSER_USE_MCP_CHROMIUM') or None)
+	# what our server launches by default: the headless shell when installed (as @playwright/mcp itself
+	# does headless), else the full Chromium; BROWSER_USE_MCP_CHROMIUM names another
+	return find_chromium(os.environ.get('BROWSER_USE_MCP_CHROMIUM') or None, headless_shell=True)
 
 
 async def peer_available(kind: str) -> str | None:

@@ -227,6 +227,14 @@ def build_parser() -> argparse.ArgumentParser:
 	)
 	b = parser.add_argument_group('browser')
 	b.add_argument('--chromium', dest='executable_path', metavar='PATH', help=f'browser binary (env {_env("executable_path")})')
+	b.add_argument(
+		'--no-headless-shell',
+		dest='headless_shell',
+		action='store_false',
+		default=None,
+		help="headless, launch the full Chromium even when Chromium's headless shell (chromium-headless-shell) "
+		f'is installed (env {_env("headless_shell")}=false)',
+	)
 	b.add_argument('--headed', dest='headless', action='store_false', default=None, help='show browser windows (needs a display)')
 	b.add_argument(
 		'--headless', dest='headless', action='store_true', default=None, help='no windows (default without a display)'
@@ -370,6 +378,7 @@ def cli_overrides(ns: argparse.Namespace) -> dict[str, Any]:
 		'record': tuple(k.strip() for k in ns.record.split(',') if k.strip()) if ns.record is not None else None,
 		'recordings_ttl': ns.recordings_ttl,
 		'executable_path': ns.executable_path,
+		'headless_shell': ns.headless_shell,
 		'headless': ns.headless,
 		'state_dir': Path(ns.state_dir).expanduser() if ns.state_dir else None,
 		'isolation': ns.isolation,

@@ -107,6 +107,7 @@ class ServerConfig:
 	grid_default_session: str = 'grid'  # with a Grid: where the default session's browser runs: grid | local
 	executable_path: str | None = None
 	headless: bool = True
+	headless_shell: bool = True  # headless and no --chromium: Chromium's headless shell when installed
 	browser_profile: Mapping[str, Any] = field(default_factory=dict)
 	default_user_data_dir: Path = Path('~/.config/browseruse/profiles/default').expanduser()
 	default_downloads_dir: Path = Path('~/Downloads/browser-use-mcp').expanduser()
@@ -129,6 +130,7 @@ class ServerConfig:
 	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
 	dialog_gate: bool = True  # --dialogs hold can hold JavaScript dialogs (browser-use answers them itself otherwise)
 	typing_keeps_focus: bool = True  # browser_type sends no synthetic blur after typing (autocompletes stay open)
+	late_target_info: bool = True  # a new tab's URL changed while browser-use attached it is kept, not dropped
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
@@ -233,6 +235,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'recording_size_cap': (f'{ENV_PREFIX}RECORDING_SIZE_CAP', _int),
 	'state_dir': (f'{ENV_PREFIX}STATE_DIR', lambda v: Path(v).expanduser()),
 	'executable_path': (f'{ENV_PREFIX}CHROMIUM', str),
+	'headless_shell': (f'{ENV_PREFIX}HEADLESS_SHELL', _truthy),
 	'log_level': (f'{ENV_PREFIX}LOG_LEVEL', str),
 	'log_format': (f'{ENV_PREFIX}LOG_FORMAT', str),
 	'isolation': (f'{ENV_PREFIX}ISOLATION', str),
@@ -260,6 +263,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
 	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
 	'typing_keeps_focus': (f'{ENV_PREFIX}TYPING_KEEPS_FOCUS', _truthy),
+	'late_target_info': (f'{ENV_PREFIX}LATE_TARGET_INFO', _truthy),
 	'dialog_gate': (f'{ENV_PREFIX}DIALOG_GATE', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),

@@ -175,6 +175,7 @@ def server_environment(home: Path, config: ServerConfig, base: dict[str, str] | 
 	)
 	if config.executable_path:
 		env['BROWSER_USE_MCP_CHROMIUM'] = config.executable_path
+	env['BROWSER_USE_MCP_HEADLESS_SHELL'] = 'true' if config.headless_shell else 'false'
 	env['BROWSER_USE_MCP_ISOLATION'] = config.isolation
 	env['BROWSER_USE_MCP_CONTEXTS_PER_BROWSER'] = str(config.contexts_per_browser)
 	env['BROWSER_USE_MCP_SPREAD_BROWSERS'] = str(config.spread_browsers)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from browser_use_mcp import __version__
-from browser_use_mcp.browser import find_chromium, profile_lock_owner
+from browser_use_mcp.browser import find_chromium, is_headless_shell, profile_lock_owner, wants_headless_shell
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.install import INSTALL_COMMAND
 
@@ -62,9 +62,9 @@ def chromium_version(executable: str, timeout: float = 15.0) -> str | None:
 	return lines[-1] if done.returncode == 0 and lines else None
 
 
-def check_chromium(configured: str | None) -> Check:
-	"""The browser binary the server would use, and its version."""
-	found = find_chromium(configured)
+def check_chromium(configured: str | None, shell: bool = False) -> Check:
+	"""The browser binary the server would use (``shell``: preferring the headless shell), and its version."""
+	found = find_chromium(configured, headless_shell=shell)
 	if found is None:
 		if configured:
 			return Check(
@@ -89,10 +89,18 @@ def check_chromium(configured: str | None) -> Check:
 			f'{found} (it did not answer --version)',
 			f'Check that {found} runs: `{found} --version`. The launch check below shows whether it can start.',
 		)
+	if shell and not is_headless_shell(found) and not configured:
+		return Check(
+			'Chromium',
+			'ok',
+			f"{found} ({version}); Chromium's headless shell is not installed",
+			'Optional: install chromium-headless-shell (the same version) for cheaper headless sessions: '
+			'the server then uses it (docs/performance.md, "The headless shell").',
+		)
 	return Check('Chromium', 'ok', f'{found} ({version})')
 
 
-UPGRADE_CHROMIUM = 'apt-get update && apt-get install chromium chromium-driver'
+UPGRADE_CHROMIUM = 'apt-get update && apt-get install chromium chromium-headless-shell chromium-driver'
 
 
 def parse_apt_policy(text: str) -> tuple[str | None, str | None]:
@@ -121,6 +129,13 @@ def apt_policy(package: str = 'chromium', timeout: float = 20.0) -> str | None:
 	except (OSError, subprocess.SubprocessError):
 		return None
 	return done.stdout if done.returncode == 0 else None
+
+
+DEBIAN_PACKAGES = {
+	'/usr/bin/chromium': 'chromium',
+	'/usr/bin/chromium-headless-shell': 'chromium-headless-shell',
+	'/usr/lib/chromium/chromium-headless-shell': 'chromium-headless-shell',
+}
 
 
 def check_chromium_current(policy: str | None, installed: str | None = None) -> Check | None:
@@ -684,11 +699,13 @@ def _cdp_product(ws_url: str) -> str:
 def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launch: bool = True) -> list[Check]:
 	"""All checks in the order the server meets them."""
 	env = os.environ if env is None else env
-	browser = check_chromium(config.executable_path)
+	shell = wants_headless_shell(config)
+	browser = check_chromium(config.executable_path, shell)
 	checks = [browser]
-	found = find_chromium(config.executable_path) if browser.status != 'fail' else None
-	# Debian's package (/usr/bin/chromium) only: apt says nothing of another browser's version
-	current = check_chromium_current(apt_policy()) if found and os.path.realpath(found) == '/usr/bin/chromium' else None
+	found = find_chromium(config.executable_path, headless_shell=shell) if browser.status != 'fail' else None
+	# Debian's packages only: apt says nothing of another browser's version
+	package = DEBIAN_PACKAGES.get(os.path.realpath(found)) if found else None
+	current = check_chromium_current(apt_policy(package)) if package else None
 	if current is not None:
 		checks.append(current)
 	on_grid = bool(config.grid_url) and config.grid_default_session == 'grid'
@@ -696,7 +713,7 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 		checks = [Check(browser.name, 'skip', f'{browser.summary} (not needed: every session runs on the Grid)')]
 		launch = False
 	if launch:
-		executable = find_chromium(config.executable_path) if browser.status != 'fail' else None
+		executable = found
 		checks.append(asyncio.run(check_launch(executable, config.browser_profile, user_args=config.chromium_args)))
 		if checks[-1].status == 'ok':
 			checks.append(

@@ -2,7 +2,7 @@
 
 A wheel installed with pip brings the server and its Python dependencies, not a browser. Where
 the system has apt-get (Debian, Ubuntu), this runs ``apt-get update`` then ``apt-get install -y
-chromium chromium-driver`` (through sudo when not root); elsewhere it prints what to do.
+chromium chromium-headless-shell chromium-driver`` (through sudo when not root); elsewhere it prints what to do.
 ``--dry-run`` prints the commands instead of running them.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 INSTALL_COMMAND = 'browser-use-mcp install-browser'
-PACKAGES = ('chromium', 'chromium-driver')
+PACKAGES = ('chromium', 'chromium-headless-shell', 'chromium-driver')
 
 
 def missing_browser_message(configured: str | None = None) -> str:

@@ -33,9 +33,9 @@ from browser_use_mcp.browser import (
 	SweepReport,
 	configure_launch,
 	drop_default_downloads_dir,
-	find_chromium,
 	parent_death_signal_supported,
 	profile_lock_owner,
+	server_browser,
 	sweep_orphans,
 )
 from browser_use_mcp.config import ServerConfig, complete
@@ -103,7 +103,7 @@ def choose_providers(config: ServerConfig, owner: Owner, state_dir: StateDir) ->
 
 	urls.configure(config.allow_browser_urls)  # what our CDP endpoints let browser-use open
 	process = ProcessProvider(
-		find_chromium(config.executable_path),
+		server_browser(config),
 		owner=owner,
 		profile_base=dict(config.browser_profile),
 		headless=config.headless,

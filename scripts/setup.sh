@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything the server and its tests need, idempotently: Debian's Chromium (when no
-# Chromium/Chrome is found), a virtualenv in .venv, and this package with its test extras.
+# Chromium/Chrome is found) and its headless shell, a virtualenv in .venv, and this package with its test extras.
 # With --test, also what only the tests use (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,19 @@ have_browser() {
 if ! have_browser; then
 	echo "setup: Chromium not found, installing it with apt-get" >&2
 	apt_install chromium >/dev/null
+fi
+
+# Chromium's headless shell, which the server launches when headless (docs/configuration.md,
+# --no-headless-shell): Debian's package at the version of the installed chromium (both depend on
+# the same chromium-common). Without it the server uses the full Chromium: say so and carry on.
+if [ -z "${BROWSER_USE_MCP_CHROMIUM:-}" ] && command -v dpkg-query >/dev/null 2>&1; then
+	chromium_version=$(dpkg-query -W -f='${Version}' chromium 2>/dev/null || true)
+	shell_version=$(dpkg-query -W -f='${Version}' chromium-headless-shell 2>/dev/null || true)
+	if [ -n "$chromium_version" ] && [ "$shell_version" != "$chromium_version" ]; then
+		if ! apt_install --no-install-recommends "chromium-headless-shell=$chromium_version" >/dev/null; then
+			echo "setup: could not install chromium-headless-shell $chromium_version; headless sessions use the full Chromium" >&2
+		fi
+	fi
 fi
 
 PY="${PYTHON:-python3}"

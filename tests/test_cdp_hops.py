@@ -224,6 +224,17 @@ async def test_a_cdp_request_is_capped_without_a_task_of_its_own(
 	await catalog.call('browser_close_session', {'session_id': 'capped'}, Call())
 
 
+async def _known_at(bs: Any, target_id: str, path: str) -> None:
+	"""Until browser-use knows the new tab and its URL (the headless shell answers createTarget before
+	the tab's URL reaches browser-use; the full Chromium ~40 ms later, by when it has)."""
+	for _ in range(250):
+		target = bs.session_manager.get_target(target_id)
+		if await bs.session_manager.is_target_valid(target_id) and target is not None and path in (target.url or ''):
+			return
+		await asyncio.sleep(0.02)
+	raise AssertionError(f'browser-use never saw tab {target_id} at {path}')
+
+
 async def test_the_focused_tab_closed_behind_browser_uses_back_is_left_at_once(registry: SessionRegistry, site: str) -> None:
 	"""The session's focused tab closed by someone else (the page itself, another client) while
 	another tab is open: the next call works on that tab. Until the channel answered the commands
@@ -234,10 +245,7 @@ async def test_the_focused_tab_closed_behind_browser_uses_back_is_left_at_once(r
 	bs = _session(registry, 'focus').browser_session
 	for round_ in range(3):
 		kept = (await bs.cdp_client.send.Target.createTarget(params={'url': f'{site}/two'}))['targetId']
-		for _ in range(100):
-			if await bs.session_manager.is_target_valid(kept):
-				break
-			await asyncio.sleep(0.02)
+		await _known_at(bs, kept, '/two')
 		await bs.cdp_client.send.Target.closeTarget(params={'targetId': bs.agent_focus_target_id})
 		# read while the tab is closing: its state, or an error saying so; either way at once
 		with contextlib.suppress(BrowserActionFailed):
@@ -353,10 +361,7 @@ async def test_a_states_first_reads_go_beside_the_focus_check_and_follow_the_foc
 
 	# the focused tab is gone by the time the focus check looks: it moves the focus to the other tab
 	kept = (await bs.cdp_client.send.Target.createTarget(params={'url': f'{site}/form'}))['targetId']
-	for _ in range(100):
-		if await bs.session_manager.is_target_valid(kept):
-			break
-		await asyncio.sleep(0.02)
+	await _known_at(bs, kept, '/form')
 	ensure_focus = catalog_module.ensure_focus
 
 	async def focus_moved(state: Any) -> None:

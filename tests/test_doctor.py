@@ -324,7 +324,7 @@ def test_doctor_warns_when_the_package_manager_offers_a_newer_chromium() -> None
 	assert check is not None and check.status == 'warn'
 	assert '150.0.7871.100' in check.summary and '156.0.8078.79' in check.summary
 	assert check.fix and UPGRADE_CHROMIUM in check.fix
-	assert UPGRADE_CHROMIUM == 'apt-get update && apt-get install chromium chromium-driver'
+	assert UPGRADE_CHROMIUM == 'apt-get update && apt-get install chromium chromium-headless-shell chromium-driver'
 	current = POLICY_OLD.replace('Installed: 150.0.7871.100', 'Installed: 156.0.8078.79')
 	assert check_chromium_current(current).status == 'ok'
 	# 150.0.7871.100 against 150.0.7871.99: compared as numbers, not as text

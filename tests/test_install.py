@@ -14,11 +14,11 @@ def test_apt_commands_as_root_and_through_sudo() -> None:
 	apt = {'apt-get': '/usr/bin/apt-get'}.get
 	assert install_commands(platform='linux', which=apt, euid=0) == [
 		['apt-get', 'update'],
-		['apt-get', 'install', '-y', 'chromium', 'chromium-driver'],
+		['apt-get', 'install', '-y', 'chromium', 'chromium-headless-shell', 'chromium-driver'],
 	]
 	assert install_commands(platform='linux', which=apt, euid=1000) == [
 		['sudo', 'apt-get', 'update'],
-		['sudo', 'apt-get', 'install', '-y', 'chromium', 'chromium-driver'],
+		['sudo', 'apt-get', 'install', '-y', 'chromium', 'chromium-headless-shell', 'chromium-driver'],
 	]
 
 
@@ -37,7 +37,7 @@ def test_dry_run_prints_the_commands_and_runs_nothing() -> None:
 	lines = done.stdout.strip().splitlines()
 	assert [line.removeprefix('would run: ').removeprefix('sudo ') for line in lines] == [
 		'apt-get update',
-		'apt-get install -y chromium chromium-driver',
+		'apt-get install -y chromium chromium-headless-shell chromium-driver',
 	]
 
 

@@ -111,7 +111,7 @@ def test_install_browser_dry_run_from_the_wheel(installed: Path, tmp_path: Path)
 		timeout=60,
 	)
 	assert done.returncode in (0, 1), done.stderr  # 1 only where there is no apt-get: then it says what to do
-	assert 'apt-get install -y chromium chromium-driver' in done.stdout or 'does not have' in done.stdout
+	assert 'apt-get install -y chromium chromium-headless-shell chromium-driver' in done.stdout or 'does not have' in done.stdout
 
 
 async def test_navigate_over_stdio_from_the_wheel(installed: Path, tmp_path: Path, site: str) -> None:

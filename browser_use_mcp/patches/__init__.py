@@ -62,6 +62,7 @@ PATCH_MODULES = (
 	'offload_state',
 	'typing_keeps_focus',
 	'dialog_hold',
+	'late_target_info',
 )
 
 

@@ -14,8 +14,9 @@ The patch makes browser-use build every session's action watchdog from ``TunedAc
 - then *settles*: it watches the session's CDP events and returns once the page is quiet, i.e.
   a main-frame navigation the click started has finished loading (or 5 s passed), a
   navigation that ended without a new document had 0.5 s to turn into a download, XHR/fetch
-  requests the click started have finished (for at most 0.5 s, upstream's whole budget), and
-  nothing new happened for ``QUIET`` seconds. A download that starts is then awaited exactly as
+  requests the click started have finished (for at most 0.5 s, upstream's whole budget), a tab
+  the click opened (a popup, a ``target=_blank`` link) is in browser-use's tab list (for at most
+  2 s), and nothing new happened for ``QUIET`` seconds. A download that starts is then awaited exactly as
   browser-use does;
 - goes back through history and settles the same way, expecting a navigation.
 
@@ -48,6 +49,8 @@ QUIET = 0.05  # s without new page activity after which a click counts as done
 REQUEST_BUDGET = 0.5  # s we wait at most for XHR/fetch a click started (upstream waited 0.5 s for anything)
 NAVIGATION_BUDGET = 5.0  # s we wait at most for a navigation a click or go-back started to finish loading
 DOWNLOAD_GRACE = 0.5  # s a navigation that ended without a new document has to become a download
+NEW_TAB_BUDGET = 2.0  # s we wait at most for browser-use to track a tab the click opened
+NEW_TAB_POLL = 0.01  # s between looks at browser-use's tab list while it attaches such a tab
 SKIPPED_SLEEP = 0.1  # fixed sleeps up to this long are skipped inside a click
 
 _fast_click: contextvars.ContextVar[bool] = contextvars.ContextVar('browser_use_mcp_fast_click', default=False)
@@ -98,12 +101,15 @@ class PageActivity:
 		self.committed: dict[str, float] = {}  # main frame id -> when its latest document committed
 		self.ended_without_document = 0.0  # when a navigation last stopped before committing
 		self.requests: dict[str, float] = {}  # request id -> when it started
+		self.opened: dict[str, float] = {}  # page target id -> when Chromium announced it (a popup, a new tab)
 		self.last_activity = 0.0
 		self._changed = asyncio.Event()
 		for name in self.PAGE_EVENTS:
 			self._hook(client, f'Page.{name}', getattr(self, f'_on_{name}'))
 		for name in self.NETWORK_EVENTS:
 			self._hook(client, f'Network.{name}', getattr(self, f'_on_{name}'))
+		self._hook(client, 'Target.targetCreated', self._on_targetCreated)
+		self._hook(client, 'Target.targetDestroyed', self._on_targetDestroyed)
 
 	@staticmethod
 	def _hook(client: Any, method: str, handler: Callable[[dict[str, Any], str | None], None]) -> None:
@@ -188,6 +194,36 @@ class PageActivity:
 	def _on_loadingFailed(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
 		self._on_loadingFinished(params, session_id)
 
+	def _on_targetCreated(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		info = params.get('targetInfo') or {}
+		if info.get('type') == 'page' and info.get('targetId'):
+			if len(self.opened) >= MAX_TRACKED_REQUESTS:
+				self.opened.clear()
+			self.opened[info['targetId']] = time.monotonic()
+			self._changed_now()
+
+	def _on_targetDestroyed(self, params: dict[str, Any], session_id: str | None) -> None:  # noqa: N802
+		if self.opened.pop(params.get('targetId', ''), None) is not None:
+			self._changed_now()
+
+	def _untracked_tabs(self, since: float) -> bool:
+		"""A tab opened at or after ``since`` that browser-use does not track yet: a click that opens a
+		popup returns once the popup is in the session's tab list (browser-use attaches it in a task of
+		its own, a round trip or more after Chromium announced it)."""
+		session = self._session()
+		if session is None:
+			return False
+		for target_id, when in list(self.opened.items()):
+			if when < since:
+				continue
+			try:
+				if session.session_manager.get_target(target_id) is None:
+					return True
+			except Exception:
+				return False
+			del self.opened[target_id]
+		return False
+
 	async def _wait_for_change(self, timeout: float) -> None:
 		if timeout <= 0:
 			return
@@ -216,6 +252,9 @@ class PageActivity:
 					continue
 			if any(t >= since for t in self.requests.values()) and now < started + REQUEST_BUDGET:
 				await self._wait_for_change(started + REQUEST_BUDGET - now)
+				continue
+			if now < started + NEW_TAB_BUDGET and self._untracked_tabs(since):
+				await self._wait_for_change(NEW_TAB_POLL)  # browser-use's attach sends us no event
 				continue
 			quiet_until = max(started, self.last_activity if self.last_activity >= since else 0.0) + QUIET
 			if now >= quiet_until:

@@ -92,8 +92,13 @@ async def test_signal_closes_every_session_and_exits_promptly(raw, tmp_path: Pat
 	assert srv_dirs(server.home) == [], 'temporary profiles removed'
 
 
+# The full Chromium makes a singleton socket directory in TMPDIR (the headless shell makes none): these
+# tests check that it goes with its browser, so they launch the full one.
+FULL_CHROMIUM = {'BROWSER_USE_MCP_HEADLESS_SHELL': 'false'}
+
+
 async def test_stdin_eof_closes_every_session_and_exits(raw, tmp_path: Path, site: str, scratch: Path) -> None:
-	server = await start(raw, tmp_path / 'home', env=server_env(tmp_path / 'home', TMPDIR=str(scratch)))
+	server = await start(raw, tmp_path / 'home', env=server_env(tmp_path / 'home', TMPDIR=str(scratch), **FULL_CHROMIUM))
 	pids = await open_sessions(server, site, ['a', 'b'])
 	assert list(scratch.glob('org.chromium.*')), "the browsers' singleton directories are in TMPDIR while they run"
 	started = time.monotonic()
@@ -128,7 +133,7 @@ async def test_client_disconnect_mid_call_leaves_no_state_dir(tmp_path: Path, si
 
 
 async def test_sigkill_of_the_server_takes_its_browsers_down(raw, tmp_path: Path, site: str, scratch: Path) -> None:
-	server = await start(raw, tmp_path / 'home', env=server_env(tmp_path / 'home', TMPDIR=str(scratch)))
+	server = await start(raw, tmp_path / 'home', env=server_env(tmp_path / 'home', TMPDIR=str(scratch), **FULL_CHROMIUM))
 	await open_sessions(server, site, ['a', 'b', 'c'])
 	async with server.client() as mcp:  # and the default session, whose profile lies outside the state dir
 		await mcp.ok('browser_navigate', url=f'{site}/two')

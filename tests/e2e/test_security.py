@@ -97,7 +97,9 @@ async def test_browser_pages_are_refused_and_every_session_survives(mcp: Mcp, si
 
 async def test_operator_may_allow_named_browser_pages(tmp_path: Path) -> None:
 	home = tmp_path / 'home'
-	server = await RawServer(home, env=server_env(home, BROWSER_USE_MCP_ALLOW_BROWSER_URLS='chrome://version')).start()
+	# chrome://version is a page of the full Chromium (the headless shell has no chrome:// pages)
+	env = server_env(home, BROWSER_USE_MCP_ALLOW_BROWSER_URLS='chrome://version', BROWSER_USE_MCP_HEADLESS_SHELL='false')
+	server = await RawServer(home, env=env).start()
 	try:
 		async with server.client() as mcp:
 			await mcp.ok('browser_navigate', session_id='ops', url='chrome://version')
