@@ -442,6 +442,13 @@ async def evaluate(state: SessionState, expression: str, *, await_promise: bool 
 	params: dict[str, Any] = {'expression': expression, 'returnByValue': True, 'awaitPromise': await_promise}
 	try:
 		result = await asyncio.wait_for(cdp.cdp_client.send.Runtime.evaluate(params=params, session_id=cdp.session_id), timeout)
+	except RuntimeError as exc:
+		if 'navigated or closed' not in str(exc):
+			raise
+		raise BrowserActionFailed(  # Chromium's -32000 "Inspected target navigated or closed"
+			'The page navigated (or its tab closed) while the expression ran: its result is lost. Call '
+			'browser_get_state to see where the tab is, then evaluate again once the new page has loaded.'
+		) from None
 	except TimeoutError:
 		try:  # a crashed or wedged tab never answers this either: bounded, so the call keeps its deadline
 			await asyncio.wait_for(cdp.cdp_client.send.Runtime.terminateExecution(session_id=cdp.session_id), 2.0)

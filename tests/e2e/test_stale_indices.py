@@ -8,6 +8,7 @@ records every click in the tab's sessionStorage, so each test can tell what was 
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -64,7 +65,13 @@ async def reload_by_script(mcp: Mcp, sid: str, site: str) -> None:
 	"""A new document the server did not start: the page reloads itself."""
 	await evaluate(mcp, sid, 'window.before = true; setTimeout(() => location.reload(), 0); 1')
 	for _ in range(100):
-		if await evaluate(mcp, sid, 'window.before === undefined && document.readyState === "complete"'):
+		r = await mcp.call(
+			'browser_evaluate', session_id=sid, expression='window.before === undefined && document.readyState === "complete"'
+		)
+		if r.is_error:  # asked while the old document went: said so, and the session goes on
+			assert 'The page navigated (or its tab closed) while the expression ran' in r.text, r.text
+			await asyncio.sleep(0.02)
+		elif json.loads(r.text):
 			return
 	raise AssertionError('the page did not reload')
 
@@ -169,3 +176,15 @@ async def test_an_element_of_an_iframe_goes_stale_with_its_frame(mcp: Mcp, site:
 	now = await indices(mcp, sid)
 	await mcp.ok('browser_click', session_id=sid, index=now['Inner count'])
 	assert await clicks(mcp, sid) == ['inner', 'inner']
+
+
+async def test_an_expression_outlived_by_its_page_is_a_clear_error_and_the_session_goes_on(mcp: Mcp, site: str) -> None:
+	"""Chromium's "Inspected target navigated or closed" was passed on as an unexpected RuntimeError."""
+	sid = 'evaluate-across-a-reload'
+	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two')
+	r = await mcp.call(
+		'browser_evaluate', session_id=sid, expression='new Promise(() => setTimeout(() => location.reload(), 50))'
+	)
+	assert r.is_error and r.text.startswith('The page navigated (or its tab closed) while the expression ran'), r.text
+	assert 'unexpectedly' not in r.text
+	assert await evaluate(mcp, sid, 'location.pathname') == '/two'
