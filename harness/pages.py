@@ -28,6 +28,7 @@ def page(title: str, body: str, head: str = '') -> bytes:
 ROUTES_DOC = {
 	'/': 'home page with links and a button',
 	'/two': 'second page',
+	'/doc.pdf': 'a one-page PDF (application/pdf)',
 	'/form': 'form with inputs',
 	'/login?user=U': 'sets cookie user=U',
 	'/whoami': 'shows the cookie user',
@@ -185,6 +186,13 @@ for (const i of document.querySelectorAll('input')) i.addEventListener('change',
 }
 
 
+# one empty page: enough for a browser to treat the URL as a PDF document
+TINY_PDF = (
+	b'%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj '
+	b'3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n'
+)
+
+
 class Handler(BaseHTTPRequestHandler):
 	protocol_version = 'HTTP/1.1'
 
@@ -239,6 +247,8 @@ class Handler(BaseHTTPRequestHandler):
 			)
 		elif p == '/two':
 			self._send(page('Page Two', '<h1>Two</h1><a href="/">back home</a>'))
+		elif p == '/doc.pdf':
+			self._send(TINY_PDF, ctype='application/pdf')
 		elif p == '/upload':
 			self._send(
 				page(

@@ -46,6 +46,13 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 		blocked = await egress_blocked(state, mark, args.url, failed=True)
 		if blocked:
 			raise BrowserActionFailed(blocked) from exc
+		if 'ERR_ABORTED' in exc.message:  # the page never replaced the current one: not a network failure
+			raise BrowserActionFailed(
+				f'{exc.message}: the browser did not show that URL. Either another navigation replaced it, or it is '
+				"a file the browser downloads instead of showing: Chromium's headless shell (the server's default "
+				'browser when headless) has no PDF viewer, so a PDF is downloaded, not opened; a server run with '
+				'--no-headless-shell shows PDFs in the tab.'
+			) from exc
 		raise BrowserActionFailed(f'{exc.message}. Check the URL and that the site is reachable from the server.') from exc
 	blocked = await egress_blocked(state, mark, args.url)
 	if blocked:

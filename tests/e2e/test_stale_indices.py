@@ -188,3 +188,15 @@ async def test_an_expression_outlived_by_its_page_is_a_clear_error_and_the_sessi
 	assert r.is_error and r.text.startswith('The page navigated (or its tab closed) while the expression ran'), r.text
 	assert 'unexpectedly' not in r.text
 	assert await evaluate(mcp, sid, 'location.pathname') == '/two'
+
+
+async def test_a_pdf_in_the_headless_shell_is_said_to_be_downloaded_not_unreachable(mcp: Mcp, site: str) -> None:
+	"""The headless shell (the default headless browser) has no PDF viewer: a navigation to a PDF is
+	aborted as the file downloads. The error says so and how to see PDFs, not "check the URL"."""
+	sid = 'pdf-in-the-shell'
+	r = await mcp.call('browser_navigate', session_id=sid, url=f'{site}/doc.pdf')
+	assert r.is_error, r.text
+	assert 'net::ERR_ABORTED' in r.text and 'no PDF viewer' in r.text and '--no-headless-shell' in r.text, r.text
+	assert 'Check the URL' not in r.text
+	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two')  # the session goes on
+	assert await evaluate(mcp, sid, 'location.pathname') == '/two'
