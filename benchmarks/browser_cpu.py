@@ -2,7 +2,7 @@
 
 Context isolation, a fresh server per run (real MCP client over stdio, pages on 127.0.0.1): ``--agents``
 agents (16) at once run the 5-step workflow of ``benchmarks.run`` (navigate, get_state, click a link,
-get_state, go back). Around it, the CPU time (user + system, from /proc) of every process of the
+get_state, go back). Around it, the CPU time (user + system) of every process of the
 server's tree is read, and summed by kind: the server (Python), the Chromiums' browser processes
 (and of them the main thread, ``CrBrowserMain`` in Chromium's traces, through which every DevTools
 message passes), their renderers, the rest. Each binary is run in turn, round after round, so both
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import statistics
 import time
 from typing import Any
@@ -27,16 +26,7 @@ import psutil
 from benchmarks.common import mb, memory_of, run_in_scratch_home, server, table
 from benchmarks.run import workflow
 
-TICKS = os.sysconf('SC_CLK_TCK')
 KINDS = ('server', 'browser process', 'of it: main thread', 'renderers', 'other')
-
-
-def _cpu_of(pid: int, thread: int | None = None) -> float:
-	path = f'/proc/{pid}/task/{thread}/stat' if thread else f'/proc/{pid}/stat'
-	with open(path) as f:
-		text = f.read()
-	fields = text[text.rindex(')') + 2 :].split()
-	return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def cpu_by_kind(tree: list[psutil.Process]) -> dict[tuple[int, str], float]:
@@ -44,7 +34,7 @@ def cpu_by_kind(tree: list[psutil.Process]) -> dict[tuple[int, str], float]:
 	out: dict[tuple[int, str], float] = {}
 	server_pid = tree[0].pid if tree else -1
 	for proc in tree:
-		with contextlib.suppress(psutil.Error, OSError, ValueError):
+		with contextlib.suppress(psutil.Error, StopIteration):
 			cmdline = proc.cmdline()
 			if proc.pid == server_pid:
 				kind = 'server'
@@ -52,12 +42,14 @@ def cpu_by_kind(tree: list[psutil.Process]) -> dict[tuple[int, str], float]:
 				kind = 'other'
 			elif not any(a.startswith('--type=') for a in cmdline):
 				kind = 'browser process'
-				out[(proc.pid, 'of it: main thread')] = _cpu_of(proc.pid, proc.pid)
+				main = next(t for t in proc.threads() if t.id == proc.pid)  # the main thread's id is the pid
+				out[(proc.pid, 'of it: main thread')] = main.user_time + main.system_time
 			elif '--type=renderer' in cmdline:
 				kind = 'renderers'
 			else:
 				kind = 'other'
-			out[(proc.pid, kind)] = _cpu_of(proc.pid)
+			times = proc.cpu_times()
+			out[(proc.pid, kind)] = times.user + times.system
 	return out
 
 

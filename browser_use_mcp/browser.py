@@ -470,9 +470,10 @@ class ChromiumProcess:
 		dead connection with an empty page rather than an error)."""
 		return self.proc.returncode is None and self._ended_status() is None
 
-	def _ended_status(self) -> int | None:
+	def _ended_status(self) -> Any:
 		"""The exit status (as ``returncode``: negative for a signal) of our child once it has ended,
-		read without reaping it (``WNOWAIT``: asyncio's watcher still collects it); None while it runs."""
+		read without reaping it (``WNOWAIT``: asyncio's watcher still collects it); ``UNKNOWN_STATUS``
+		once it is reaped but the loop has not been told; None while it runs."""
 		try:
 			ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
 		except ChildProcessError:  # reaped (asyncio's watcher thread waits on it) before the loop was told

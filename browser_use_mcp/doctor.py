@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from browser_use_mcp import __version__
-from browser_use_mcp.browser import find_chromium, is_headless_shell, profile_lock_owner, wants_headless_shell
+from browser_use_mcp.browser import find_chromium, is_headless_shell, profile_lock_owner, server_browser, wants_headless_shell
 from browser_use_mcp.config import ServerConfig
 from browser_use_mcp.install import INSTALL_COMMAND
 
@@ -133,7 +133,6 @@ def apt_policy(package: str = 'chromium', timeout: float = 20.0) -> str | None:
 
 DEBIAN_PACKAGES = {
 	'/usr/bin/chromium': 'chromium',
-	'/usr/bin/chromium-headless-shell': 'chromium-headless-shell',
 	'/usr/lib/chromium/chromium-headless-shell': 'chromium-headless-shell',
 }
 
@@ -702,7 +701,7 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	shell = wants_headless_shell(config)
 	browser = check_chromium(config.executable_path, shell)
 	checks = [browser]
-	found = find_chromium(config.executable_path, headless_shell=shell) if browser.status != 'fail' else None
+	found = server_browser(config) if browser.status != 'fail' else None
 	# Debian's packages only: apt says nothing of another browser's version
 	package = DEBIAN_PACKAGES.get(os.path.realpath(found)) if found else None
 	current = check_chromium_current(apt_policy(package)) if package else None
