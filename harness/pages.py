@@ -38,6 +38,7 @@ ROUTES_DOC = {
 	'/signout': 'clears the auth cookie and localStorage note',
 	'/slow?s=N': 'responds after N seconds',
 	'/download': 'a file download',
+	'/nothing': '204 No Content (a navigation there is aborted, nothing downloads)',
 	'/long': 'a tall page for scrolling',
 	'/popup': 'a link opening a new tab',
 	'/epoch': 'buttons that record clicks (sessionStorage), add a row, replace themselves, re-render a field',
@@ -311,6 +312,8 @@ class Handler(BaseHTTPRequestHandler):
 				ctype='application/octet-stream',
 				headers={'Content-Disposition': 'attachment; filename="hello.txt"'},
 			)
+		elif p == '/nothing':
+			self._send(b'', status=204)
 		elif p == '/long':
 			rows = ''.join(f'<p style="height:200px">row {i}</p>' for i in range(60))
 			self._send(page('Long', rows))

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Literal
-from urllib.parse import urlsplit
+import asyncio
+import contextlib
+import logging
+from pathlib import PurePosixPath
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
 from pydantic import Field
 
 from browser_use_mcp.egress import BLOCK_TITLE
 from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
+from browser_use_mcp.patches import internals
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.actions import call_on
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import check_browser_page, current_title, dispatch, element, open_url
+from browser_use_mcp.tools.common import check_browser_page, current_title, current_url, dispatch, element, open_url
+
+logger = logging.getLogger(__name__)
 
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
 
@@ -35,29 +42,129 @@ class NavigateArgs(Args):
 @tool('Open a URL', destructive=False, idempotent=False, open_world=True)
 async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) -> str:
 	"""Open a URL in the session's browser (current tab, or a new tab with new_tab=true).
-	Returns "Navigated to: <url>" once the page has loaded."""
+	Returns "Navigated to: <url>" once the page has loaded. A URL the browser saves instead of showing
+	(an attachment, or a PDF in the headless shell) returns the file's name and size in the session's
+	downloads and the page the tab still shows."""
 	check_browser_page(state, args.url)  # before the scheme check: chrome-untrusted:// etc. get the right reason
 	check_url(args.url)
 	door = state.browser.door
 	mark = door.serial if door is not None else 0
-	try:
-		await open_url(state, args.url, args.new_tab, f'Navigation to {args.url}')
-	except BrowserActionFailed as exc:
-		blocked = await egress_blocked(state, mark, args.url, failed=True)
-		if blocked:
-			raise BrowserActionFailed(blocked) from exc
-		if 'ERR_ABORTED' in exc.message:  # the page never replaced the current one: not a network failure
-			raise BrowserActionFailed(
-				f'{exc.message}: the browser did not show that URL. Either another navigation replaced it, or it is '
-				"a file the browser downloads instead of showing: Chromium's headless shell (the server's default "
-				'browser when headless) has no PDF viewer, so a PDF is downloaded, not opened; a server run with '
-				'--no-headless-shell shows PDFs in the tab.'
-			) from exc
-		raise BrowserActionFailed(f'{exc.message}. Check the URL and that the site is reachable from the server.') from exc
+	with DownloadWatch(state) as downloads:
+		try:
+			await open_url(state, args.url, args.new_tab, f'Navigation to {args.url}')
+		except BrowserActionFailed as exc:
+			blocked = await egress_blocked(state, mark, args.url, failed=True)
+			if blocked:
+				raise BrowserActionFailed(blocked) from exc
+			if 'ERR_ABORTED' not in exc.message:
+				raise BrowserActionFailed(
+					f'{exc.message}. Check the URL and that the site is reachable from the server.'
+				) from exc
+			# the page never replaced the current one: not a network failure. A file the browser saves instead
+			# of showing (an attachment; a PDF in the headless shell, which has no PDF viewer) is a result.
+			if not await downloads.started_within(DOWNLOAD_START_GRACE):
+				raise BrowserActionFailed(
+					f'{exc.message}: the browser did not show that URL, and no download started. Another navigation may have '
+					'replaced it, or the server answered without a page (e.g. 204 No Content). Call browser_get_state to see '
+					'what the tab shows.'
+				) from exc
+			return await downloaded(state, args.url, downloads)
 	blocked = await egress_blocked(state, mark, args.url)
 	if blocked:
 		raise BrowserActionFailed(blocked)
 	return f'Opened new tab with URL: {args.url}' if args.new_tab else f'Navigated to: {args.url}'
+
+
+DOWNLOAD_START_GRACE = 3.0  # s after an aborted navigation for Chromium to announce the download it became
+DOWNLOAD_BUDGET = 30.0  # s browser_navigate waits for a download it turned into to finish (the tool has 60)
+
+
+class DownloadWatch:
+	"""The downloads that begin and end while one navigation runs, as the session's browser-use
+	downloads watchdog reports them (its direct callbacks, called from its CDP handlers). Without a
+	readable watchdog it sees nothing, and an aborted navigation stays an error."""
+
+	def __init__(self, state: SessionState) -> None:
+		try:
+			self.watchdog: Any = internals.downloads_watchdog(state.browser_session)
+		except internals.Unavailable:
+			self.watchdog = None
+		self.started: list[dict[str, Any]] = []
+		self.done: dict[str, dict[str, Any]] = {}  # guid -> browser-use's completion info
+		self._changed = asyncio.Event()
+
+	def __enter__(self) -> DownloadWatch:
+		if self.watchdog is not None:
+			with contextlib.suppress(Exception):
+				self.watchdog.register_download_callbacks(on_start=self._on_start, on_complete=self._on_complete)
+		return self
+
+	def __exit__(self, *exc: object) -> None:
+		if self.watchdog is not None:
+			with contextlib.suppress(Exception):
+				self.watchdog.unregister_download_callbacks(on_start=self._on_start, on_complete=self._on_complete)
+
+	def _on_start(self, info: dict[str, Any]) -> None:
+		if isinstance(info, dict) and not info.get('auto_download'):
+			self.started.append(info)
+			self._changed.set()
+
+	def _on_complete(self, info: dict[str, Any]) -> None:
+		if isinstance(info, dict) and not info.get('auto_download'):
+			self.done[str(info.get('guid'))] = info
+			self._changed.set()
+
+	async def _until(self, ready: Any, timeout: float) -> bool:
+		loop = asyncio.get_running_loop()
+		deadline = loop.time() + timeout
+		while not ready():
+			left = deadline - loop.time()
+			if left <= 0:
+				return False
+			self._changed.clear()
+			with contextlib.suppress(TimeoutError):
+				await asyncio.wait_for(self._changed.wait(), left)
+		return True
+
+	async def started_within(self, timeout: float) -> bool:
+		return await self._until(lambda: bool(self.started), timeout)
+
+	async def finished_within(self, timeout: float) -> dict[str, Any] | None:
+		"""The first download's completion info, or None if it has not finished within ``timeout``."""
+		guid = str(self.started[0].get('guid'))
+		if await self._until(lambda: guid in self.done, timeout):
+			return self.done[guid]
+		return None
+
+
+def _named(info: dict[str, Any], url: str) -> str:
+	name = info.get('file_name') or info.get('suggested_filename') or PurePosixPath(unquote(urlsplit(url).path)).name
+	return str(name or 'the file')[:200]
+
+
+async def downloaded(state: SessionState, url: str, downloads: DownloadWatch) -> str:
+	"""The reply of a navigation that became a download: where the file is, and what the tab shows."""
+	started = downloads.started[0]
+	finished = await downloads.finished_within(DOWNLOAD_BUDGET)
+	name = _named(finished or started, url)
+	if finished is not None:
+		size = finished.get('file_size')
+		saved = f"{name}{f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''} is saved in the session's downloads"
+	else:
+		saved = f"{name} is still downloading after {DOWNLOAD_BUDGET:g} s; it is saved in the session's downloads once done"
+	try:
+		shown = await current_url(state)
+	except Exception as exc:  # the reply says what it can
+		logger.info('could not read the URL after a download: %s', exc)
+		shown = None
+	text = f'Navigated to: {url}. The browser downloaded it instead of showing it: {saved}'
+	text += f'; the tab still shows {shown}.' if shown else '.'
+	if name.lower().endswith('.pdf') or str(started.get('url', url)).lower().split('?')[0].endswith('.pdf'):
+		text += (
+			" Chromium's headless shell (the server's default browser when headless) has no PDF viewer: a server run "
+			'with --no-headless-shell opens PDFs in the tab.'
+		)
+	return text
 
 
 async def egress_blocked(state: SessionState, mark: int, url: str, failed: bool = False) -> str | None:

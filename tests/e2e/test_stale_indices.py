@@ -190,13 +190,42 @@ async def test_an_expression_outlived_by_its_page_is_a_clear_error_and_the_sessi
 	assert await evaluate(mcp, sid, 'location.pathname') == '/two'
 
 
-async def test_a_pdf_in_the_headless_shell_is_said_to_be_downloaded_not_unreachable(mcp: Mcp, site: str) -> None:
+async def test_a_pdf_in_the_headless_shell_is_reported_as_downloaded(mcp: Mcp, site: str) -> None:
 	"""The headless shell (the default headless browser) has no PDF viewer: a navigation to a PDF is
-	aborted as the file downloads. The error says so and how to see PDFs, not "check the URL"."""
+	aborted as the file downloads. The reply says where the file went and how to see PDFs in the tab,
+	as a result, not as an error (and not "check the URL")."""
 	sid = 'pdf-in-the-shell'
 	r = await mcp.call('browser_navigate', session_id=sid, url=f'{site}/doc.pdf')
-	assert r.is_error, r.text
-	assert 'net::ERR_ABORTED' in r.text and 'no PDF viewer' in r.text and '--no-headless-shell' in r.text, r.text
-	assert 'Check the URL' not in r.text
+	assert not r.is_error, r.text
+	assert r.text.startswith(f'Navigated to: {site}/doc.pdf. The browser downloaded it instead of showing it: doc.pdf ('), r.text
+	assert 'no PDF viewer' in r.text and '--no-headless-shell' in r.text and 'the tab still shows about:blank' in r.text, r.text
+	saved = list((mcp.home / 'state').glob('srv-*/s-*/downloads/doc.pdf'))
+	assert len(saved) == 1 and saved[0].read_bytes().startswith(b'%PDF'), saved
+	assert f'({saved[0].stat().st_size:,} bytes)' in r.text, r.text
 	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two')  # the session goes on
+	assert await evaluate(mcp, sid, 'location.pathname') == '/two'
+
+
+async def test_a_navigation_to_an_attachment_says_what_was_saved(mcp: Mcp, site: str) -> None:
+	"""Any browser: a URL served as an attachment downloads; the reply names the file and its size and
+	the page the tab still shows, with no PDF hint."""
+	sid = 'attachment'
+	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two')
+	text = (await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/download')).text
+	assert text == (
+		f'Navigated to: {site}/download. The browser downloaded it instead of showing it: hello.txt (15 bytes) is saved '
+		f"in the session's downloads; the tab still shows {site}/two."
+	), text
+	assert [p.read_text() for p in (mcp.home / 'state').glob('srv-*/s-*/downloads/hello.txt')] == ['hello download\n']
+
+
+async def test_an_aborted_navigation_without_a_download_is_an_error_that_says_so(mcp: Mcp, site: str) -> None:
+	"""A 204 No Content aborts the navigation and downloads nothing: an error that says what happened
+	and what to do, not "check the URL"; the session goes on."""
+	sid = 'no-content'
+	await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/two')
+	r = await mcp.call('browser_navigate', session_id=sid, url=f'{site}/nothing')
+	assert r.is_error, r.text
+	assert 'net::ERR_ABORTED' in r.text and 'no download started' in r.text and '204 No Content' in r.text, r.text
+	assert 'Check the URL' not in r.text and 'PDF' not in r.text
 	assert await evaluate(mcp, sid, 'location.pathname') == '/two'
