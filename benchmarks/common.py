@@ -39,6 +39,10 @@ def base_env(home: Path, **extra: str) -> dict[str, str]:
 	env.pop('BROWSER_USE_MCP_STATE_DIR')
 	env.pop('BROWSER_USE_MCP_LOG_LEVEL')
 	env['BROWSER_USE_PROXY_URL'] = 'http://127.0.0.1:9'  # upstream reads its proxy from here
+	# temp files inside home, which is removed afterwards: upstream's downloads dir (browser-use-downloads-*)
+	# and its full Chromium's singleton directory (org.chromium.*), left behind when that Chromium is killed
+	(home / 'tmp').mkdir(exist_ok=True)
+	env['TMPDIR'] = str(home / 'tmp')
 	# our servers run the Chromium the benchmark was given, at the priority it was given
 	for name in ('BROWSER_USE_MCP_CHROMIUM', 'BROWSER_USE_MCP_CHROMIUM_NICE'):
 		if os.environ.get(name):
