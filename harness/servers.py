@@ -40,6 +40,12 @@ TEST_CHROMIUM_ARGS = (BLACKHOLE_PROXY,)
 # the ``isolation`` fixture (tests/fixtures.isolation_modes): modules that must hold in both modes run twice.
 ISOLATION = 'context'
 
+# The browser test servers launch: Chromium's headless shell, the server's default when headless, or
+# with BROWSER_USE_MCP_TEST_BROWSER=full the full Chromium (.ci/run runs a part of the suite that way,
+# for servers run with --no-headless-shell, --headed or browser-use's extensions). The variable is
+# the harness's: server_env drops every BROWSER_USE* variable of the test process.
+FULL_CHROMIUM = os.environ.get('BROWSER_USE_MCP_TEST_BROWSER', '').strip().lower() == 'full'
+
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
 	"""An environment that keeps the server's every file inside ``home``."""
@@ -61,6 +67,8 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
 		# be told to allow it; tests/e2e/test_egress.py clears this to test the block itself
 		BROWSER_USE_MCP_ALLOW_PRIVATE_NETWORKS='true',
 	)
+	if FULL_CHROMIUM:
+		env['BROWSER_USE_MCP_HEADLESS_SHELL'] = 'false'
 	env.update(extra)
 	return env
 

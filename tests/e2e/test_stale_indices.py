@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from harness.servers import Mcp, Result
+from harness.servers import FULL_CHROMIUM, Mcp, Result
 from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()  # CDP sessions differ between a Chromium per session and contexts
@@ -193,10 +193,14 @@ async def test_an_expression_outlived_by_its_page_is_a_clear_error_and_the_sessi
 async def test_a_pdf_in_the_headless_shell_is_reported_as_downloaded(mcp: Mcp, site: str) -> None:
 	"""The headless shell (the default headless browser) has no PDF viewer: a navigation to a PDF is
 	aborted as the file downloads. The reply says where the file went and how to see PDFs in the tab,
-	as a result, not as an error (and not "check the URL")."""
+	as a result, not as an error (and not "check the URL"). The full Chromium shows the PDF in the tab."""
 	sid = 'pdf-in-the-shell'
 	r = await mcp.call('browser_navigate', session_id=sid, url=f'{site}/doc.pdf')
 	assert not r.is_error, r.text
+	if FULL_CHROMIUM:
+		assert r.text == f'Navigated to: {site}/doc.pdf', r.text
+		assert (await mcp.page_state(sid))['url'] == f'{site}/doc.pdf'
+		return
 	assert r.text.startswith(f'Navigated to: {site}/doc.pdf. The browser downloaded it instead of showing it: doc.pdf ('), r.text
 	assert 'no PDF viewer' in r.text and '--no-headless-shell' in r.text and 'the tab still shows about:blank' in r.text, r.text
 	saved = list((mcp.home / 'state').glob('srv-*/s-*/downloads/doc.pdf'))
