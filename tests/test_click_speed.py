@@ -246,7 +246,11 @@ async def test_navigations_a_click_starts_are_waited_for(mcp: Mcp, site: str, la
 async def test_a_click_that_downloads_still_saves_the_file(mcp: Mcp, site: str) -> None:
 	sid = 'download'
 	elements = await home_with_extras(mcp, sid, site)
-	await mcp.ok('browser_click', session_id=sid, index=elements['dl'])
+	text = (await mcp.ok('browser_click', session_id=sid, index=elements['dl'])).text
+	assert (
+		text
+		== f"Clicked element {elements['dl']}. It started a download: hello.txt (15 bytes) is saved in the session's downloads."
+	), text
 	assert (await mcp.page_state(sid))['title'] == 'Home Page'
 
 	def saved() -> list[str]:

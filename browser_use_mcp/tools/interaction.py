@@ -52,10 +52,28 @@ def _check_click(state: SessionState, result: object, index: int | None = None) 
 	raise BrowserActionFailed(f'Click refused: {why}')
 
 
+def _downloaded(result: object) -> str:
+	"""What a click's download saved, as browser-use's click reports it: appended to the reply ('' when
+	the click started none)."""
+	if not isinstance(result, dict):
+		return ''
+	done = result.get('download')
+	if isinstance(done, dict):
+		size = done.get('file_size')
+		sized = f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''
+		return f". It started a download: {str(done.get('file_name') or 'the file')[:200]}{sized} is saved in the session's downloads."
+	pending = result.get('download_in_progress') or result.get('download_timeout')
+	if isinstance(pending, dict):
+		name = str(pending.get('file_name') or 'a file')[:200]
+		return f". It started a download of {name}, not finished when the click returned; it is saved in the session's downloads once done."
+	return ''
+
+
 @tool('Click', destructive=True, idempotent=False, open_world=True)
 async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str:
 	"""Click an element of the session's current page, either by its index from browser_get_state or at
-	viewport coordinates (coordinate_x with coordinate_y) for pixel-precise clicks."""
+	viewport coordinates (coordinate_x with coordinate_y) for pixel-precise clicks. A click that starts a
+	download waits for it (at most 30 s) and names the file saved in the session's downloads."""
 	from browser_use.browser.events import ClickCoordinateEvent, ClickElementEvent
 
 	has_x, has_y = args.coordinate_x is not None, args.coordinate_y is not None
@@ -69,8 +87,9 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 				'Scroll the target into view, then use coordinates inside the viewport (browser_get_state shows its size).'
 			)
 		event = ClickCoordinateEvent(coordinate_x=args.coordinate_x, coordinate_y=args.coordinate_y)
-		_check_click(state, await dispatch(state, event, 'Click'))
-		return f'Clicked at coordinates ({args.coordinate_x}, {args.coordinate_y})'
+		result = await dispatch(state, event, 'Click')
+		_check_click(state, result)
+		return f'Clicked at coordinates ({args.coordinate_x}, {args.coordinate_y}){_downloaded(result)}'
 	if args.index is None:
 		raise InvalidArgument('Provide either index (from browser_get_state) or both coordinate_x and coordinate_y.')
 
@@ -81,10 +100,12 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 			target = urljoin(await current_url(state), href)
 			await open_url(state, target, True, f'Opening {target}')
 			return f'Clicked element {args.index} and opened in new tab {target[:20]}...'
-		_check_click(state, await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}'), args.index)
-		return f'Clicked element {args.index} (new tab not supported for non-link elements)'
-	_check_click(state, await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}'), args.index)
-	return f'Clicked element {args.index}'
+		result = await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}')
+		_check_click(state, result, args.index)
+		return f'Clicked element {args.index} (new tab not supported for non-link elements){_downloaded(result)}'
+	result = await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}')
+	_check_click(state, result, args.index)
+	return f'Clicked element {args.index}{_downloaded(result)}'
 
 
 class TypeArgs(Args):
