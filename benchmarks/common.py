@@ -43,10 +43,11 @@ def base_env(home: Path, **extra: str) -> dict[str, str]:
 	# and its full Chromium's singleton directory (org.chromium.*), left behind when that Chromium is killed
 	(home / 'tmp').mkdir(exist_ok=True)
 	env['TMPDIR'] = str(home / 'tmp')
-	# our servers run the Chromium the benchmark was given, at the priority it was given
-	for name in ('BROWSER_USE_MCP_CHROMIUM', 'BROWSER_USE_MCP_CHROMIUM_NICE'):
-		if os.environ.get(name):
-			env[name] = os.environ[name]
+	# our servers get the settings the benchmark was run with (the Chromium and its priority, a patch
+	# switched off for an A/B, ...); a server's own files stay in its home
+	for name, value in os.environ.items():
+		if name.startswith('BROWSER_USE_MCP_') and name not in ('BROWSER_USE_MCP_STATE_DIR', 'BROWSER_USE_MCP_CONFIG') and value:
+			env[name] = value
 	env.update(extra)
 	return env
 
