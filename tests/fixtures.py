@@ -65,3 +65,20 @@ def patches_active(*chosen: Any) -> Iterator[None]:
 			patches.revert(patch)
 			if before[patch.name] is not None:
 				patches.apply(patch, enabled=before[patch.name].state != 'off')
+
+
+@contextlib.contextmanager
+def patches_reverted(*chosen: Any) -> Iterator[None]:
+	"""Each of ``chosen`` (``Patch``) reverted inside the block: the dependency's own behaviour;
+	afterwards each as it was (active, off, or never applied)."""
+	from browser_use_mcp import patches
+
+	before = {p.name: patches.status_of(p) for p in chosen}
+	for patch in chosen:
+		patches.revert(patch)
+	try:
+		yield
+	finally:
+		for patch in reversed(chosen):
+			if before[patch.name] is not None:
+				patches.apply(patch, enabled=before[patch.name].state != 'off')

@@ -63,6 +63,7 @@ PATCH_MODULES = (
 	'typing_keeps_focus',
 	'dialog_hold',
 	'late_target_info',
+	'navigation_wake',
 )
 
 
