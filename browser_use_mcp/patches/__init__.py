@@ -35,7 +35,7 @@ import linecache
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -385,3 +385,34 @@ class Saved:
 
 
 _INHERITED = object()  # the attribute was not the owner's own: restoring deletes ours
+
+
+class AsyncioProxy:
+	"""The ``asyncio`` module as a patched dependency module sees it (``Saved.replace(module, 'asyncio',
+	...)``): everything passes through to asyncio except what a subclass overrides (``sleep``, within
+	the calls a context variable marks)."""
+
+	def __init__(self, real: Any) -> None:
+		self._real = real
+
+	def __getattr__(self, name: str) -> Any:
+		return getattr(self._real, name)
+
+
+def per_connection(cache: MutableMapping[Any, Any], browser_session: Any, make: Callable[[Any], Any], what: str) -> Any:
+	"""What ``make(client)`` built for the session's current CDP connection (its root client), once per
+	connection: cached in ``cache`` (a ``WeakKeyDictionary``). None without a connection, or when
+	``make`` raised (``what`` names it in the debug log)."""
+	from browser_use_mcp.patches import internals
+
+	client = internals.root_cdp_client(browser_session)
+	if client is None:
+		return None
+	made = cache.get(client)
+	if made is None:
+		try:
+			made = cache[client] = make(client)
+		except Exception as exc:
+			logging.getLogger(__name__).debug('%s unavailable: %r', what, exc)
+			return None
+	return made

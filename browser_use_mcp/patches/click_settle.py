@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from browser_use_mcp.patches import Patch, Saved, internals
+from browser_use_mcp.patches import AsyncioProxy, Patch, Saved, internals, per_connection
 
 logger = logging.getLogger(__name__)
 
@@ -57,14 +57,8 @@ _fast_click: contextvars.ContextVar[bool] = contextvars.ContextVar('browser_use_
 _saved = Saved()
 
 
-class _ScopedAsyncio:
+class _ScopedAsyncio(AsyncioProxy):
 	"""The ``asyncio`` module, except that short fixed sleeps are skipped inside a tuned click."""
-
-	def __init__(self, real: Any) -> None:
-		self._real = real
-
-	def __getattr__(self, name: str) -> Any:
-		return getattr(self._real, name)
 
 	async def sleep(self, delay: float, result: Any = None) -> Any:
 		if _fast_click.get() and delay <= SKIPPED_SLEEP:
@@ -267,17 +261,9 @@ _activity: weakref.WeakKeyDictionary[Any, PageActivity] = weakref.WeakKeyDiction
 
 def page_activity(browser_session: Any) -> PageActivity | None:
 	"""The activity monitor of this session's current CDP connection, attached on first use."""
-	client = internals.root_cdp_client(browser_session)
-	if client is None:
-		return None
-	monitor = _activity.get(client)
-	if monitor is None:
-		try:
-			monitor = _activity[client] = PageActivity(browser_session, client)
-		except Exception as exc:
-			logger.debug('page activity monitor unavailable: %r', exc)
-			return None
-	return monitor
+	return per_connection(
+		_activity, browser_session, lambda client: PageActivity(browser_session, client), 'page activity monitor'
+	)
 
 
 # -- the watchdog --------------------------------------------------------------------------------

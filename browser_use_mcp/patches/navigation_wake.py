@@ -23,7 +23,7 @@ import logging
 import weakref
 from typing import Any
 
-from browser_use_mcp.patches import Patch, Saved, internals
+from browser_use_mcp.patches import AsyncioProxy, Patch, Saved, internals, per_connection
 
 BROWSER_USE_VERSION = '0.13.14'
 _SESSION = 'browser_use.browser.session:BrowserSession'
@@ -52,31 +52,20 @@ class _Waiters:
 _connections: weakref.WeakKeyDictionary[Any, _Waiters] = weakref.WeakKeyDictionary()
 
 
-def _waiters(browser_session: Any) -> _Waiters | None:
-	"""The waiters of this session's current CDP connection, its lifecycle events hooked on first use."""
-	client = internals.root_cdp_client(browser_session)
-	if client is None:
-		return None
-	waiters = _connections.get(client)
-	if waiters is None:
-		waiters = _Waiters()
-		try:
-			internals.hook_cdp_event(client, 'Page.lifecycleEvent', waiters.on_lifecycle)
-		except Exception as exc:  # internals.Unavailable, or no registry: the poll keeps its ticks
-			logger.debug('lifecycle events not hooked: %r', exc)
-			return None
-		_connections[client] = waiters
+def _hooked(client: Any) -> _Waiters:
+	waiters = _Waiters()
+	internals.hook_cdp_event(client, 'Page.lifecycleEvent', waiters.on_lifecycle)
 	return waiters
 
 
-class _ScopedAsyncio:
+def _waiters(browser_session: Any) -> _Waiters | None:
+	"""The waiters of this session's current CDP connection, its lifecycle events hooked on first use
+	(None when they cannot be: the poll keeps its ticks)."""
+	return per_connection(_connections, browser_session, _hooked, 'lifecycle events hook')
+
+
+class _ScopedAsyncio(AsyncioProxy):
 	"""The ``asyncio`` module, except that the navigation poll's sleep ends at a lifecycle event."""
-
-	def __init__(self, real: Any) -> None:
-		self._real = real
-
-	def __getattr__(self, name: str) -> Any:
-		return getattr(self._real, name)
 
 	async def sleep(self, delay: float, result: Any = None) -> Any:
 		wake = _wake.get()
