@@ -78,6 +78,15 @@ READS: tuple[PrivateRead, ...] = (
 		('_downloads_watchdog',),
 	),
 	PrivateRead(
+		'auto_downloads',
+		'DownloadsWatchdog._detected_downloads (URLs browser-use is fetching again itself, an attachment or a PDF)',
+		'browser-use',
+		(BROWSER_USE_VERSION,),
+		"a navigation that became a download may reply while browser-use's own second copy of the file is being "
+		'written (the file empty for a moment)',
+		{'browser_use.browser.watchdogs.downloads_watchdog:DownloadsWatchdog._setup_network_monitoring': '6bb6555b3353f6c1'},
+	),
+	PrivateRead(
 		'root_cdp_client',
 		'BrowserSession._cdp_client_root',
 		'browser-use',
@@ -202,6 +211,17 @@ def downloads_watchdog(browser_session: Any) -> Any:
 		return browser_session._downloads_watchdog
 	except AttributeError as exc:
 		raise Unavailable(str(exc)) from exc
+
+
+def auto_downloads(watchdog: Any) -> set[str]:
+	"""The URLs the downloads watchdog is fetching again itself right now (it saves attachments and
+	PDFs it sees in a response once more, over the file the browser saved); Unavailable when
+	unreadable."""
+	_guarded('auto_downloads')
+	found = getattr(watchdog, '_detected_downloads', None)
+	if not isinstance(found, set):
+		raise Unavailable('DownloadsWatchdog._detected_downloads is not a set')
+	return found
 
 
 def root_cdp_client(browser_session: Any) -> Any:

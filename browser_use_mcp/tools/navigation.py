@@ -77,6 +77,7 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 
 DOWNLOAD_START_GRACE = 3.0  # s after an aborted navigation for Chromium to announce the download it became
 DOWNLOAD_BUDGET = 30.0  # s browser_navigate waits for a download it turned into to finish (the tool has 60)
+AUTO_DOWNLOAD_POLL = 0.02  # s between looks at browser-use's own second copy of that file (see finished_within)
 
 
 class DownloadWatch:
@@ -130,11 +131,23 @@ class DownloadWatch:
 		return await self._until(lambda: bool(self.started), timeout)
 
 	async def finished_within(self, timeout: float) -> dict[str, Any] | None:
-		"""The first download's completion info, or None if it has not finished within ``timeout``."""
+		"""The first download's completion info, or None if it has not finished within ``timeout``.
+		Finished means browser-use's own second copy is written too: its downloads watchdog fetches an
+		attachment or a PDF it saw in a response once more and writes it over the browser's file, which
+		is empty for a moment meanwhile."""
+		loop = asyncio.get_running_loop()
+		deadline = loop.time() + timeout
 		guid = str(self.started[0].get('guid'))
-		if await self._until(lambda: guid in self.done, timeout):
-			return self.done[guid]
-		return None
+		if not await self._until(lambda: guid in self.done, timeout):
+			return None
+		url = str(self.started[0].get('url') or '')
+		try:
+			fetching = internals.auto_downloads(self.watchdog) if self.watchdog is not None else set()
+		except internals.Unavailable:
+			fetching = set()
+		while url in fetching and loop.time() < deadline:
+			await asyncio.sleep(AUTO_DOWNLOAD_POLL)
+		return self.done[guid]
 
 
 def _named(info: dict[str, Any], url: str) -> str:
