@@ -37,6 +37,7 @@ ROUTES_DOC = {
 	'/me': 'title "Me: <auth cookie> / <localStorage note>" (nobody / none when unset)',
 	'/signout': 'clears the auth cookie and localStorage note',
 	'/slow?s=N': 'responds after N seconds',
+	'/late-load?s=N': 'a page shown at once whose load event waits N seconds for an image',
 	'/download': 'a file download',
 	'/nothing': '204 No Content (a navigation there is aborted, nothing downloads)',
 	'/long': 'a tall page for scrolling',
@@ -307,6 +308,8 @@ class Handler(BaseHTTPRequestHandler):
 				page('Signed out', '<script>localStorage.removeItem("note")</script>'),
 				headers={'Set-Cookie': 'auth=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax'},
 			)
+		elif p == '/late-load':
+			self._send(page('Late load', f'<p>shown</p><img alt="late" src="/slow?s={float(q.get("s", "0.3"))}">'))
 		elif p == '/slow':
 			time.sleep(float(q.get('s', '3')))
 			self._send(page('Slow', '<p>slow done</p>'))

@@ -75,14 +75,15 @@ async def test_a_navigation_is_woken_by_its_pages_lifecycle_events(registry: Ses
 	catalog = Catalog(registry)
 	with patches_active(navigation_wake.PATCH):
 		navigation_wake.stats.clear()
-		result = await catalog.call('browser_navigate', {'session_id': 'wake', 'url': f'{site}/slow?s=0.3'}, Call())
-		assert result.text == f'Navigated to: {site}/slow?s=0.3'
+		result = await catalog.call('browser_navigate', {'session_id': 'wake', 'url': f'{site}/late-load?s=0.3'}, Call())
+		assert result.text == f'Navigated to: {site}/late-load?s=0.3'
+		# Page.navigate answers at the commit, the load comes 0.3 s later (an image): the poll sleeps meanwhile
 		assert navigation_wake.stats['woken'] >= 1, navigation_wake.stats  # the page's load ended the poll's sleep
 		state = next(s for s in registry.sessions() if s.session_id == 'wake')
-		assert (await state.browser_session.get_current_page_url()).endswith('/slow?s=0.3')
+		assert (await state.browser_session.get_current_page_url()).endswith('/late-load?s=0.3')
 		assert all(not w.events for w in navigation_wake._connections.values()), 'no navigation left waiting'
 	with patches_reverted(navigation_wake.PATCH):
 		navigation_wake.stats.clear()
-		await catalog.call('browser_navigate', {'session_id': 'wake', 'url': f'{site}/slow?s=0.2'}, Call())
+		await catalog.call('browser_navigate', {'session_id': 'wake', 'url': f'{site}/late-load?s=0.2'}, Call())
 		assert navigation_wake.stats == {}, 'reverted: browser-use sleeps its own ticks'
 	await catalog.call('browser_close_session', {'session_id': 'wake'}, Call())
