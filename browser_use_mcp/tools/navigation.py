@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from pathlib import PurePosixPath
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -77,6 +78,7 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 
 DOWNLOAD_START_GRACE = 3.0  # s after an aborted navigation for Chromium to announce the download it became
 DOWNLOAD_BUDGET = 30.0  # s browser_navigate waits for a download it turned into to finish (the tool has 60)
+SETTLE_BOUND = 2.0  # s a downloaded file may take to be whole again after browser-use's second copy truncated it
 AUTO_DOWNLOAD_POLL = 0.02  # s between looks at browser-use's own second copy of that file (see finished_within)
 
 
@@ -155,6 +157,22 @@ def _named(info: dict[str, Any], url: str) -> str:
 	return str(name or 'the file')[:200]
 
 
+async def _settled_size(path: str, reported: Any) -> Any:
+	"""The file's size on disk, once it is back to at least the size browser-use reported (its second
+	copy truncates the file before writing it again), for SETTLE_BOUND s at most; ``reported`` when
+	the file cannot be read."""
+	loop = asyncio.get_running_loop()
+	deadline = loop.time() + SETTLE_BOUND
+	while True:
+		try:
+			size = await asyncio.to_thread(os.path.getsize, path)
+		except OSError:
+			return reported
+		if not isinstance(reported, int) or size >= reported or loop.time() >= deadline:
+			return size
+		await asyncio.sleep(AUTO_DOWNLOAD_POLL)
+
+
 async def downloaded(state: SessionState, url: str, downloads: DownloadWatch) -> str:
 	"""The reply of a navigation that became a download: where the file is, and what the tab shows."""
 	started = downloads.started[0]
@@ -162,6 +180,8 @@ async def downloaded(state: SessionState, url: str, downloads: DownloadWatch) ->
 	name = _named(finished or started, url)
 	if finished is not None:
 		size = finished.get('file_size')
+		if finished.get('path'):  # its size now: browser-use read it while its second copy could be truncating it
+			size = await _settled_size(str(finished['path']), size)
 		saved = f"{name}{f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''} is saved in the session's downloads"
 	else:
 		saved = f"{name} is still downloading after {DOWNLOAD_BUDGET:g} s; it is saved in the session's downloads once done"
