@@ -516,6 +516,12 @@ def public_tabs(tabs: list[dict[str, str]]) -> list[dict[str, str]]:
 	return [{k: v for k, v in t.items() if not k.startswith('_')} for t in tabs]
 
 
+def saved_download(name: str, size: Any) -> str:
+	"""How a reply names a file a tool's download saved: its name and, when known, its size."""
+	sized = f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''
+	return f"{name}{sized} is saved in the session's downloads"
+
+
 async def current_url(state: SessionState) -> str:
 	return await state.browser_session.get_current_page_url()
 

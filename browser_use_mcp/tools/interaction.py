@@ -14,7 +14,16 @@ from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.actions import call_on
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import cdp_page, current_url, dispatch, element, open_url, resolve_tab, viewport_size
+from browser_use_mcp.tools.common import (
+	cdp_page,
+	current_url,
+	dispatch,
+	element,
+	open_url,
+	resolve_tab,
+	saved_download,
+	viewport_size,
+)
 
 
 class ClickArgs(Args):
@@ -59,9 +68,9 @@ def _downloaded(result: object) -> str:
 		return ''
 	done = result.get('download')
 	if isinstance(done, dict):
-		size = done.get('file_size')
-		sized = f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''
-		return f". It started a download: {str(done.get('file_name') or 'the file')[:200]}{sized} is saved in the session's downloads."
+		return (
+			f'. It started a download: {saved_download(str(done.get("file_name") or "the file")[:200], done.get("file_size"))}.'
+		)
 	pending = result.get('download_in_progress') or result.get('download_timeout')
 	if isinstance(pending, dict):
 		name = str(pending.get('file_name') or 'a file')[:200]

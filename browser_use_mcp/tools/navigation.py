@@ -18,7 +18,15 @@ from browser_use_mcp.patches import internals
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.actions import call_on
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import check_browser_page, current_title, current_url, dispatch, element, open_url
+from browser_use_mcp.tools.common import (
+	check_browser_page,
+	current_title,
+	current_url,
+	dispatch,
+	element,
+	open_url,
+	saved_download,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +190,7 @@ async def downloaded(state: SessionState, url: str, downloads: DownloadWatch) ->
 		size = finished.get('file_size')
 		if finished.get('path'):  # its size now: browser-use read it while its second copy could be truncating it
 			size = await _settled_size(str(finished['path']), size)
-		saved = f"{name}{f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''} is saved in the session's downloads"
+		saved = saved_download(name, size)
 	else:
 		saved = f"{name} is still downloading after {DOWNLOAD_BUDGET:g} s; it is saved in the session's downloads once done"
 	try:
