@@ -3,7 +3,9 @@
 Frames are taken only when a dashboard page asks for one, through the focused tab's CDP session
 and never under the session's lock, so agents' calls do not wait for them; a session has at most
 one capture in flight per size, and a frame younger than its size's interval is served again
-instead of taking another. A takeover holds the session's lock: agents' calls wait behind it.
+instead of taking another. A capture ends within CAPTURE_TIMEOUT even when the page never answers
+(a renderer stuck in a script, a reply that never comes): a wedged capture would otherwise hold its
+session's slot, and every later request would join it instead of trying again. A takeover holds the session's lock: agents' calls wait behind it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ TITLE_INTERVAL = 3.0  # s between reads of a page's title (with a frame)
 # (docs/dashboard.md#costs). An agent calling back to back still gets a frame every MAX_FRAME_AGE.
 QUIET_DURING_CALLS = 2.0
 MAX_FRAME_AGE = 3.0
-CAPTURE_TIMEOUT = 5.0
+CAPTURE_TIMEOUT = 5.0  # s a capture may take in all; then it is abandoned and the next request tries again
 LOCK_WAIT = 30.0  # s a takeover waits for the agent's call in flight to end
 WATCH_INTERVAL = 0.25
 
@@ -47,8 +49,9 @@ class Frame:
 
 
 async def _capture(state: SessionState, size: str, read_title: bool) -> Frame:
-	jpeg, width, height = await visible_jpeg(state, FRAME_WIDTH[size], FRAME_QUALITY[size])
-	title = await current_title(state) if read_title else None  # None: a frame without a title rather than no frame
+	async with asyncio.timeout(CAPTURE_TIMEOUT):
+		jpeg, width, height = await visible_jpeg(state, FRAME_WIDTH[size], FRAME_QUALITY[size])
+		title = await current_title(state) if read_title else None  # None: a frame without a title rather than no frame
 	return Frame(jpeg, time.monotonic(), width, height, title)
 
 

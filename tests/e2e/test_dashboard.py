@@ -143,6 +143,32 @@ def sids(result: Any) -> set[str]:
 	return {s['session_id'] for s in result.structured['sessions']}
 
 
+@contextlib.asynccontextmanager
+async def in_the_viewer(person: Person, server: HttpServer, sid: str) -> AsyncIterator[None]:
+	"""A test that opens the large view of ``sid``: on failure, what the page and the server saw is
+	in the message; afterwards the view is closed (a takeover released), whatever happened, so the
+	next test starts from the cards."""
+	try:
+		yield
+	except AssertionError as exc:
+		url = f'/dashboard/api/sessions/{quote(sid, safe="")}/frame.jpg?size=large'
+		frame = await person.js(f'fetch({json.dumps(url)}).then(async r => [r.status, r.status === 200 ? null : await r.text()])')
+		state = await person.js(
+			"({viewer: !document.getElementById('viewer').hidden, live: document.getElementById('live').className, "
+			"src: document.getElementById('live').src.slice(0, 40), hidden: document.hidden})"
+		)
+		tail = server.log_text().splitlines()[-40:]
+		raise AssertionError(f'{exc}\nlarge frame now: {frame}\npage: {state}\nserver log:\n' + '\n'.join(tail)) from exc
+	finally:
+		with contextlib.suppress(Exception):
+			await person.js(
+				"(async () => { const r = document.getElementById('release'); if (!r.hidden) r.click(); "
+				'await new Promise(f => setTimeout(f, 300)); '
+				"if (!document.getElementById('viewer').hidden) document.getElementById('viewer-close').click(); })()"
+			)
+			await person.wait("document.getElementById('viewer').hidden", timeout=10)
+
+
 @pytest.fixture(scope='module')
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
 	args = ['--auth-token', ALPHA, '--auth-token', BETA, '--log-level', 'debug', '--takeover-timeout', '60']
@@ -317,6 +343,11 @@ async def test_takeover_click_and_type_reach_the_page_and_the_agent_waits_until_
 			'nx: (n.x + n.width / 2) / innerWidth, ny: (n.y + n.height / 2) / innerHeight}; })()',
 		)
 	).structured['result']
+	async with in_the_viewer(alice, server, sid):
+		await _take_over_and_drive(alice, alpha, server, sid, where, tmp_path)
+
+
+async def _take_over_and_drive(alice: Person, alpha: Mcp, server: HttpServer, sid: str, where: Any, tmp_path: Path) -> None:
 	await alice.click(f'#cards > li[data-sid="{sid}"] button.open')
 	await alice.wait("!document.getElementById('viewer').hidden && document.getElementById('live').classList.contains('loaded')")
 	await alice.click('#takeover')
@@ -377,11 +408,17 @@ async def test_a_running_call_shows_on_its_card(alice: Person, alpha: Mcp, site:
 	await alice.wait(f"{card}.includes('idle for')", timeout=15)
 
 
-async def test_keyboard_opens_the_live_view_and_the_wheel_scrolls_the_page(alice: Person, alpha: Mcp) -> None:
+async def test_keyboard_opens_the_live_view_and_the_wheel_scrolls_the_page(alice: Person, alpha: Mcp, server: HttpServer) -> None:
 	sid = 'alpha-home'  # on /long since the thumbnail test
+	async with in_the_viewer(alice, server, sid):
+		await _scroll_with_the_wheel(alice, alpha, sid)
+
+
+async def _scroll_with_the_wheel(alice: Person, alpha: Mcp, sid: str) -> None:
 	await alice.js(f'document.querySelector(\'#cards > li[data-sid="{sid}"] .thumb\').focus()')
 	await alice.press('Enter')
 	await alice.wait("!document.getElementById('viewer').hidden && document.activeElement.id === 'takeover'")
+	await alice.wait("document.getElementById('live').classList.contains('loaded')")  # a frame to scroll on
 	await alice.press('Enter')
 	await alice.wait("!document.getElementById('release').hidden")
 	box = await alice.js(
@@ -391,8 +428,20 @@ async def test_keyboard_opens_the_live_view_and_the_wheel_scrolls_the_page(alice
 	await asyncio.sleep(0.3)  # the page batches wheel events for 0.1 s
 	await alice.click('#release')
 	await alice.wait("document.getElementById('release').hidden")
-	scrolled = (await alpha.ok('browser_evaluate', session_id=sid, expression='scrollY')).structured['result']
-	assert scrolled > 0, 'the wheel in the live view scrolled the page'
+	scrolled = 0
+	for _ in range(25):  # Chromium scrolls on its compositor: the page's scrollY follows a frame or two later
+		scrolled = (await alpha.ok('browser_evaluate', session_id=sid, expression='scrollY')).structured['result']
+		if scrolled > 0:
+			break
+		await asyncio.sleep(0.2)
+	page = (
+		await alpha.ok(
+			'browser_evaluate',
+			session_id=sid,
+			expression='[document.visibilityState, innerWidth, innerHeight, document.scrollingElement.scrollHeight, location.pathname]',
+		)
+	).structured['result']
+	assert scrolled > 0, f'the wheel in the live view scrolled the page (visibility, size, height, path: {page})'
 	await alice.press('Escape')
 	await alice.wait("document.getElementById('viewer').hidden")
 

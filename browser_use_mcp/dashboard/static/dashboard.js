@@ -233,6 +233,7 @@
 		opener = from;
 		mine = false;
 		live.removeAttribute('src');
+		live.classList.remove('loaded'); // until this session's first frame arrives
 		viewer.hidden = false;
 		document.body.classList.add('viewing');
 		updateViewer();
