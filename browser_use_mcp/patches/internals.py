@@ -82,8 +82,8 @@ READS: tuple[PrivateRead, ...] = (
 		'DownloadsWatchdog._detected_downloads (URLs browser-use is fetching again itself, an attachment or a PDF)',
 		'browser-use',
 		(BROWSER_USE_VERSION,),
-		"a navigation that became a download may reply while browser-use's own second copy of the file is being "
-		'written (the file empty for a moment)',
+		"a navigation that became a download, or a click that started one, may reply while browser-use's own second "
+		'copy of the file is being written (the file empty for a moment)',
 		{'browser_use.browser.watchdogs.downloads_watchdog:DownloadsWatchdog._setup_network_monitoring': '6bb6555b3353f6c1'},
 	),
 	PrivateRead(

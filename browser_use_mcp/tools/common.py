@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -520,6 +521,40 @@ def saved_download(name: str, size: Any) -> str:
 	"""How a reply names a file a tool's download saved: its name and, when known, its size."""
 	sized = f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''
 	return f"{name}{sized} is saved in the session's downloads"
+
+
+SETTLE_BOUND = 2.0  # s a downloaded file may take to be whole again after browser-use's second copy truncated it
+AUTO_DOWNLOAD_POLL = 0.02  # s between looks at browser-use's own second copy of a downloaded file
+
+
+def auto_downloads(state: SessionState) -> set[str]:
+	"""The URLs the session's downloads watchdog is fetching again itself right now (empty when unreadable)."""
+	try:
+		return internals.auto_downloads(internals.downloads_watchdog(state.browser_session))
+	except internals.Unavailable:
+		return set()
+
+
+async def whole_size(state: SessionState, path: str, reported: Any, url: str | None = None, copy_bound: float = 10.0) -> Any:
+	"""The size on disk of a file a download saved, once it is whole: browser-use's downloads watchdog
+	fetches an attachment or a PDF it saw in a response once more and writes it over the browser's
+	file (empty for a moment). Waits while that copy of ``url`` (of any URL without one) is being
+	written, ``copy_bound`` s at most, then while the file is shorter than ``reported``, SETTLE_BOUND
+	s at most; ``reported`` when the file cannot be read."""
+	loop = asyncio.get_running_loop()
+	deadline = loop.time() + copy_bound
+	fetching = auto_downloads(state)
+	while (url in fetching if url else fetching) and loop.time() < deadline:
+		await asyncio.sleep(AUTO_DOWNLOAD_POLL)
+	deadline = loop.time() + SETTLE_BOUND
+	while True:
+		try:
+			size = await asyncio.to_thread(os.path.getsize, path)
+		except OSError:
+			return reported
+		if not isinstance(reported, int) or size >= reported or loop.time() >= deadline:
+			return size
+		await asyncio.sleep(AUTO_DOWNLOAD_POLL)
 
 
 async def current_url(state: SessionState) -> str:

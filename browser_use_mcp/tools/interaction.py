@@ -23,6 +23,7 @@ from browser_use_mcp.tools.common import (
 	resolve_tab,
 	saved_download,
 	viewport_size,
+	whole_size,
 )
 
 
@@ -61,16 +62,17 @@ def _check_click(state: SessionState, result: object, index: int | None = None) 
 	raise BrowserActionFailed(f'Click refused: {why}')
 
 
-def _downloaded(result: object) -> str:
+async def _downloaded(state: SessionState, result: object) -> str:
 	"""What a click's download saved, as browser-use's click reports it: appended to the reply ('' when
-	the click started none)."""
+	the click started none). Its size is read once the file is whole (``whole_size``)."""
 	if not isinstance(result, dict):
 		return ''
 	done = result.get('download')
 	if isinstance(done, dict):
-		return (
-			f'. It started a download: {saved_download(str(done.get("file_name") or "the file")[:200], done.get("file_size"))}.'
-		)
+		size = done.get('file_size')
+		if done.get('path'):
+			size = await whole_size(state, str(done['path']), size)
+		return f'. It started a download: {saved_download(str(done.get("file_name") or "the file")[:200], size)}.'
 	pending = result.get('download_in_progress') or result.get('download_timeout')
 	if isinstance(pending, dict):
 		name = str(pending.get('file_name') or 'a file')[:200]
@@ -98,7 +100,7 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 		event = ClickCoordinateEvent(coordinate_x=args.coordinate_x, coordinate_y=args.coordinate_y)
 		result = await dispatch(state, event, 'Click')
 		_check_click(state, result)
-		return f'Clicked at coordinates ({args.coordinate_x}, {args.coordinate_y}){_downloaded(result)}'
+		return f'Clicked at coordinates ({args.coordinate_x}, {args.coordinate_y}){await _downloaded(state, result)}'
 	if args.index is None:
 		raise InvalidArgument('Provide either index (from browser_get_state) or both coordinate_x and coordinate_y.')
 
@@ -111,10 +113,10 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 			return f'Clicked element {args.index} and opened in new tab {target[:20]}...'
 		result = await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}')
 		_check_click(state, result, args.index)
-		return f'Clicked element {args.index} (new tab not supported for non-link elements){_downloaded(result)}'
+		return f'Clicked element {args.index} (new tab not supported for non-link elements){await _downloaded(state, result)}'
 	result = await dispatch(state, ClickElementEvent(node=node), f'Click on element {args.index}')
 	_check_click(state, result, args.index)
-	return f'Clicked element {args.index}{_downloaded(result)}'
+	return f'Clicked element {args.index}{await _downloaded(state, result)}'
 
 
 class TypeArgs(Args):

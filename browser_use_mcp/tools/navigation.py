@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from pathlib import PurePosixPath
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -26,6 +25,7 @@ from browser_use_mcp.tools.common import (
 	element,
 	open_url,
 	saved_download,
+	whole_size,
 )
 
 logger = logging.getLogger(__name__)
@@ -86,8 +86,6 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 
 DOWNLOAD_START_GRACE = 3.0  # s after an aborted navigation for Chromium to announce the download it became
 DOWNLOAD_BUDGET = 30.0  # s browser_navigate waits for a download it turned into to finish (the tool has 60)
-SETTLE_BOUND = 2.0  # s a downloaded file may take to be whole again after browser-use's second copy truncated it
-AUTO_DOWNLOAD_POLL = 0.02  # s between looks at browser-use's own second copy of that file (see finished_within)
 
 
 class DownloadWatch:
@@ -141,22 +139,10 @@ class DownloadWatch:
 		return await self._until(lambda: bool(self.started), timeout)
 
 	async def finished_within(self, timeout: float) -> dict[str, Any] | None:
-		"""The first download's completion info, or None if it has not finished within ``timeout``.
-		Finished means browser-use's own second copy is written too: its downloads watchdog fetches an
-		attachment or a PDF it saw in a response once more and writes it over the browser's file, which
-		is empty for a moment meanwhile."""
-		loop = asyncio.get_running_loop()
-		deadline = loop.time() + timeout
+		"""The first download's completion info, or None if it has not finished within ``timeout``."""
 		guid = str(self.started[0].get('guid'))
 		if not await self._until(lambda: guid in self.done, timeout):
 			return None
-		url = str(self.started[0].get('url') or '')
-		try:
-			fetching = internals.auto_downloads(self.watchdog) if self.watchdog is not None else set()
-		except internals.Unavailable:
-			fetching = set()
-		while url in fetching and loop.time() < deadline:
-			await asyncio.sleep(AUTO_DOWNLOAD_POLL)
 		return self.done[guid]
 
 
@@ -165,31 +151,18 @@ def _named(info: dict[str, Any], url: str) -> str:
 	return str(name or 'the file')[:200]
 
 
-async def _settled_size(path: str, reported: Any) -> Any:
-	"""The file's size on disk, once it is back to at least the size browser-use reported (its second
-	copy truncates the file before writing it again), for SETTLE_BOUND s at most; ``reported`` when
-	the file cannot be read."""
-	loop = asyncio.get_running_loop()
-	deadline = loop.time() + SETTLE_BOUND
-	while True:
-		try:
-			size = await asyncio.to_thread(os.path.getsize, path)
-		except OSError:
-			return reported
-		if not isinstance(reported, int) or size >= reported or loop.time() >= deadline:
-			return size
-		await asyncio.sleep(AUTO_DOWNLOAD_POLL)
-
-
 async def downloaded(state: SessionState, url: str, downloads: DownloadWatch) -> str:
 	"""The reply of a navigation that became a download: where the file is, and what the tab shows."""
 	started = downloads.started[0]
+	loop = asyncio.get_running_loop()
+	deadline = loop.time() + DOWNLOAD_BUDGET
 	finished = await downloads.finished_within(DOWNLOAD_BUDGET)
 	name = _named(finished or started, url)
 	if finished is not None:
 		size = finished.get('file_size')
-		if finished.get('path'):  # its size now: browser-use read it while its second copy could be truncating it
-			size = await _settled_size(str(finished['path']), size)
+		if finished.get('path'):  # its size once whole: browser-use read it while its second copy could be truncating it
+			copy_bound = max(0.0, deadline - loop.time())
+			size = await whole_size(state, str(finished['path']), size, str(started.get('url') or url), copy_bound)
 		saved = saved_download(name, size)
 	else:
 		saved = f"{name} is still downloading after {DOWNLOAD_BUDGET:g} s; it is saved in the session's downloads once done"
