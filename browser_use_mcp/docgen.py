@@ -225,7 +225,9 @@ def _groups_section(tools: list[ToolInfo]) -> list[str]:
 		'',
 		'`browser_save_pdf` is in `interaction`, not `debug`: a PDF is what a task produces (an invoice, a '
 		'receipt, a report to keep), as an upload is what it consumes; `debug` holds what a person reads to '
-		'find out what went wrong (console, network, the flight recording).',
+		'find out what went wrong (console, network, the flight recording). `browser_list_files` and '
+		'`browser_read_file` are there too: they hand an agent the files its session saved (downloads, saved '
+		"PDFs), which an agent on another machine cannot open on the server's disk.",
 		'',
 		'| Group | Tools | `tools/list` size (characters) | ~tokens (characters / 4) |',
 		'|---|---|---|---|',

@@ -42,8 +42,13 @@ def to_result(reply: Reply) -> types.CallToolResult:
 	content: list[types.ContentBlock] = [types.TextContent(type='text', text=reply.text)]
 	if reply.page_state is not None:
 		content.append(types.TextContent(type='text', text=reply.page_state))
+	if reply.body is not None:
+		content.append(types.TextContent(type='text', text=reply.body))
 	for image in reply.images:
 		content.append(types.ImageContent(type='image', data=image.data, mime_type=image.mime_type))
+	for resource in reply.resources:
+		blob = types.BlobResourceContents(uri=resource.uri, mime_type=resource.mime_type, blob=resource.blob)
+		content.append(types.EmbeddedResource(type='resource', resource=blob))
 	for note in reply.notes:
 		content.append(types.TextContent(type='text', text=note))
 	return types.CallToolResult(content=content, structured_content=reply.structured)

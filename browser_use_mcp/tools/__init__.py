@@ -10,10 +10,32 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from browser_use_mcp.tools import actions, admin, agent, content, debug, interaction, navigation, recording, tabs
+from browser_use_mcp.tools import (
+	actions,
+	admin,
+	agent,
+	content,
+	debug,
+	interaction,
+	navigation,
+	recording,
+	session_files,
+	tabs,
+)
 from browser_use_mcp.tools.base import Tool
 
-FAMILIES: tuple[ModuleType, ...] = (navigation, interaction, content, tabs, debug, recording, agent, admin, actions)
+FAMILIES: tuple[ModuleType, ...] = (
+	navigation,
+	interaction,
+	content,
+	tabs,
+	debug,
+	recording,
+	agent,
+	admin,
+	actions,
+	session_files,
+)
 HELPERS = ('base', 'common')
 
 # The tool groups a server may offer (``--tools``): each a list of families. ``core`` is the
@@ -21,7 +43,7 @@ HELPERS = ('base', 'common')
 # needs more ways to act asks for ``interaction`` too, or ``all``.
 GROUPS: dict[str, tuple[ModuleType, ...]] = {
 	'core': (navigation, interaction, content, tabs, agent, admin),
-	'interaction': (actions,),
+	'interaction': (actions, session_files),
 	'debug': (debug, recording),
 }
 ALL_GROUPS = 'all'

@@ -94,6 +94,15 @@ class Image:
 
 
 @dataclass
+class Resource:
+	"""A file's contents sent as an embedded resource (binary: ``blob`` is its base64)."""
+
+	uri: str
+	mime_type: str
+	blob: str
+
+
+@dataclass
 class Reply(Generic[OutputT]):
 	"""A tool's successful answer: text first (what upstream clients parse), then images.
 
@@ -104,6 +113,8 @@ class Reply(Generic[OutputT]):
 	structured: dict[str, Any] | None = None
 	notes: list[str] = field(default_factory=list)
 	page_state: str | None = None  # the page after the action (include_state): the second text block
+	body: str | None = None  # a file's text (browser_read_file): a text block of its own after the reply
+	resources: list[Resource] = field(default_factory=list)  # embedded resources, after the images
 
 
 def as_json(value: Any) -> str:

@@ -400,6 +400,8 @@ INTERACTION_TOOLS = [
 	'browser_wait_for',
 	'browser_upload_file',
 	'browser_save_pdf',
+	'browser_list_files',
+	'browser_read_file',
 ]
 
 
@@ -434,7 +436,12 @@ def test_the_debug_tools_only_read(tmp_path: Path) -> None:
 
 def test_the_interaction_tools_declare_their_hints_and_include_state(tmp_path: Path) -> None:
 	listed = _listed(tmp_path, 'interaction')
-	assert {n for n, t in listed.items() if t.read_only} == {'browser_get_options', 'browser_wait_for'}
+	assert {n for n, t in listed.items() if t.read_only} == {
+		'browser_get_options',
+		'browser_wait_for',
+		'browser_list_files',
+		'browser_read_file',
+	}
 	assert {n for n, t in listed.items() if t.hints.destructive} == {
 		'browser_select_option',
 		'browser_drag',

@@ -37,6 +37,8 @@ STRUCTURED = {
 	'browser_console_messages',
 	'browser_network_requests',
 	'browser_get_recording',
+	'browser_list_files',
+	'browser_read_file',
 }
 
 
