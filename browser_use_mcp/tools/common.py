@@ -10,6 +10,7 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from browser_use_mcp import dialogs, urls
@@ -517,10 +518,20 @@ def public_tabs(tabs: list[dict[str, str]]) -> list[dict[str, str]]:
 	return [{k: v for k, v in t.items() if not k.startswith('_')} for t in tabs]
 
 
-def saved_download(name: str, size: Any) -> str:
-	"""How a reply names a file a tool's download saved: its name and, when known, its size."""
+def saved_download(state: SessionState, name: str, size: Any, path: Any = None) -> str:
+	"""How a reply names a file a tool's download saved: its name and, when known, its size; where
+	browser_read_file finds it, when the server offers that tool and the file is in the downloads."""
 	sized = f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''
-	return f"{name}{sized} is saved in the session's downloads"
+	text = f"{name}{sized} is saved in the session's downloads"
+	offered = 'interaction' in state.config.tools or 'all' in state.config.tools
+	if offered and path:
+		try:
+			relative = os.path.relpath(os.path.realpath(str(path)), os.path.realpath(state.dirs.downloads))
+		except ValueError:
+			return text
+		if not relative.startswith('..') and not os.path.isabs(relative):
+			text += f' (browser_read_file reads it as downloads/{Path(relative).as_posix()})'
+	return text
 
 
 SETTLE_BOUND = 2.0  # s a downloaded file may take to be whole again after browser-use's second copy truncated it

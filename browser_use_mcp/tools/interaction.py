@@ -72,7 +72,8 @@ async def _downloaded(state: SessionState, result: object) -> str:
 		size = done.get('file_size')
 		if done.get('path'):
 			size = await whole_size(state, str(done['path']), size)
-		return f'. It started a download: {saved_download(str(done.get("file_name") or "the file")[:200], size)}.'
+		saved = saved_download(state, str(done.get('file_name') or 'the file')[:200], size, done.get('path'))
+		return f'. It started a download: {saved}.'
 	pending = result.get('download_in_progress') or result.get('download_timeout')
 	if isinstance(pending, dict):
 		name = str(pending.get('file_name') or 'a file')[:200]

@@ -163,7 +163,7 @@ async def downloaded(state: SessionState, url: str, downloads: DownloadWatch) ->
 		if finished.get('path'):  # its size once whole: browser-use read it while its second copy could be truncating it
 			copy_bound = max(0.0, deadline - loop.time())
 			size = await whole_size(state, str(finished['path']), size, str(started.get('url') or url), copy_bound)
-		saved = saved_download(name, size)
+		saved = saved_download(state, name, size, finished.get('path'))
 	else:
 		saved = f"{name} is still downloading after {DOWNLOAD_BUDGET:g} s; it is saved in the session's downloads once done"
 	try:

@@ -47,7 +47,10 @@ async def test_a_download_is_listed_and_read_back_as_text(mcp: Mcp, site: str) -
 	sid = 'files-dl'
 	assert await saved(mcp, sid) == []
 	done = await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/download')
-	assert 'hello.txt (15 bytes)' in done.text, done.text
+	# a server offering the file tools says where browser_read_file finds the file
+	assert "hello.txt (15 bytes) is saved in the session's downloads (browser_read_file reads it as downloads/hello.txt)" in (
+		done.text
+	), done.text
 	listed = await saved(mcp, sid)
 	assert [(f['path'], f['size'], f['partial']) for f in listed] == [('downloads/hello.txt', 15, False)]
 	assert listed[0]['modified'].endswith('Z')
