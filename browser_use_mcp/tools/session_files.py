@@ -6,6 +6,11 @@ path there; these tools give it the list and the bytes. Only those two directori
 session are reachable: a path names one of them (``downloads/...`` or ``files/...``), ``..`` and
 absolute paths are refused, a symbolic link that leads out of its directory is refused, and only
 regular files are read (never a FIFO or a device, which could block the call or never end).
+
+The default session of a server with one principal keeps upstream's persistent directories
+(``~/Downloads/browser-use-mcp`` or config.json's ``downloads_path``, ``~/.browser-use-mcp``): the
+operator's own, which may hold files from before. There these tools show and read only the files
+written since the session started, what its browser saved, and never the rest of the directory.
 """
 
 from __future__ import annotations
@@ -38,6 +43,12 @@ def _root(state: SessionState, name: str) -> Path:
 	return Path(state.dirs.downloads if name == 'downloads' else state.dirs.files)
 
 
+def _since(state: SessionState) -> float | None:
+	"""Files older than this are not the session's (its directories are the operator's persistent
+	ones: the default session); None when every file in them is the session's."""
+	return None if state.dirs.temporary else state.created_at - 1.0  # 1 s: file times are rounded
+
+
 class FileInfo(Output):  # field order is the key order of the JSON text
 	path: str = Field(description='What browser_read_file takes: downloads/<name> or files/<path>.')
 	size: int = Field(description='Bytes.')
@@ -52,6 +63,7 @@ class FileList(Output):
 
 def _listing(state: SessionState) -> tuple[list[dict[str, object]], bool]:
 	found: list[tuple[float, dict[str, object]]] = []
+	since = _since(state)
 	for name in ROOTS:
 		root = _root(state, name)
 		if not root.is_dir():
@@ -66,6 +78,8 @@ def _listing(state: SessionState) -> tuple[list[dict[str, object]], bool]:
 					continue  # gone since the walk saw it
 				if not stat.S_ISREG(info.st_mode):
 					continue  # a link, a FIFO, a socket: nothing to read
+				if since is not None and info.st_mtime < since:
+					continue  # the operator's, from before this session
 				relative = Path(full).relative_to(root).as_posix()
 				modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec='seconds').replace('+00:00', 'Z')
 				found.append(
@@ -144,7 +158,7 @@ def _checked(state: SessionState, path: str) -> tuple[Path, str]:
 	return Path(full), '/'.join(parts)
 
 
-def _read(full: Path, shown: str, offset: int, limit: int) -> _Read:
+def _read(full: Path, shown: str, offset: int, limit: int, since: float | None) -> _Read:
 	try:
 		fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
 	except FileNotFoundError:
@@ -155,6 +169,11 @@ def _read(full: Path, shown: str, offset: int, limit: int) -> _Read:
 		info = os.fstat(fd)
 		if not stat.S_ISREG(info.st_mode):
 			raise InvalidArgument(f'path: {shown!r} is not a regular file (a directory, a pipe or a device); nothing was read.')
+		if since is not None and info.st_mtime < since:
+			raise InvalidArgument(
+				f"path: {shown!r} was there before this session started: the default session's directories are the "
+				"operator's own, and only what the session's browser saved since is read. browser_list_files lists it."
+			)
 		if offset > info.st_size:
 			raise InvalidArgument(f'offset: {offset} is past the end of {shown!r} ({info.st_size} bytes).')
 		os.lseek(fd, offset, os.SEEK_SET)
@@ -192,7 +211,7 @@ async def browser_read_file(state: SessionState, args: ReadFileArgs, call: Call)
 	A text file comes back as text, any other as an embedded resource (base64) with its MIME type; a large
 	file in parts (offset, max_bytes: 1 MiB by default, at most 4 MiB)."""
 	full, shown = _checked(state, args.path)
-	read = await asyncio.to_thread(_read, full, shown, args.offset, args.max_bytes)
+	read = await asyncio.to_thread(_read, full, shown, args.offset, args.max_bytes, _since(state))
 	mime = mimetypes.guess_type(full.name.removesuffix(PARTIAL))[0] or 'application/octet-stream'
 	complete = args.offset + len(read.data) >= read.size
 	text = _as_text(read.data, mime, complete)

@@ -124,3 +124,21 @@ async def test_links_pipes_and_missing_files_are_refused_and_the_session_keeps_w
 	too_far = await mcp.call('browser_read_file', session_id=sid, path='downloads/pipe', offset=10**12)
 	assert too_far.is_error
 	assert (await mcp.ok('browser_get_state', session_id=sid)).json()['title'] == 'Home Page'
+
+
+async def test_the_default_sessions_persistent_directories_show_only_what_it_saved(mcp: Mcp, site: str) -> None:
+	"""The default session downloads into the operator's own directory (upstream's), which may hold
+	files from before: those are neither listed nor read."""
+	downloads = mcp.home / 'Downloads' / 'browser-use-mcp'
+	downloads.mkdir(parents=True, exist_ok=True)
+	private = downloads / 'tax-return.txt'
+	private.write_text('PRIVATE-4711\n')
+	os.utime(private, (1_700_000_000, 1_700_000_000))
+	done = await mcp.ok('browser_navigate', url=f'{site}/download')  # no session_id: the default session
+	assert 'hello.txt (15 bytes)' in done.text, done.text
+	listed = (await mcp.ok('browser_list_files')).structured['files']
+	assert [f['path'] for f in listed if not f['path'].startswith(AGENT_DATA)] == ['downloads/hello.txt']
+	assert (await mcp.ok('browser_read_file', path='downloads/hello.txt')).texts[1:] == ['hello download\n']
+	refused = await mcp.call('browser_read_file', path='downloads/tax-return.txt')
+	assert refused.is_error and 'before this session started' in refused.text, refused.text
+	assert 'PRIVATE-4711' not in refused.text and 'PRIVATE-4711' not in str(refused.raw.content)
