@@ -8,6 +8,10 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+# how a Selenium Grid session's download is named while its copy from the node is written into the
+# session's downloads (``providers.grid.write_download``), before it is renamed to its own name
+GRID_PARTIAL = '.grid-partial'
+
 
 def write_whole(target: Path, chunks: Iterable[bytes]) -> Path:
 	"""Write ``chunks`` to ``target`` through a temporary file renamed into place, mode 0600 (mkstemp's).

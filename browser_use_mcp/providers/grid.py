@@ -38,6 +38,7 @@ import httpx
 from browser_use_mcp import browser
 from browser_use_mcp.browser import SessionDirs, chromium_args
 from browser_use_mcp.errors import BrowserStartFailed
+from browser_use_mcp.files import GRID_PARTIAL
 from browser_use_mcp.patches import internals
 from browser_use_mcp.providers.base import BrowserProvider, Endpoint
 from browser_use_mcp.session_options import SessionOptions
@@ -376,7 +377,7 @@ def pack_upload(path: Path) -> str:
 
 def write_download(directory: Path, name: str, data: bytes) -> None:
 	directory.mkdir(parents=True, exist_ok=True)
-	partial = directory / f'.{name}.grid-partial'
+	partial = directory / f'.{name}{GRID_PARTIAL}'
 	partial.write_bytes(data)
 	partial.replace(directory / name)
 

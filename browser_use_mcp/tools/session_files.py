@@ -27,6 +27,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from browser_use_mcp.errors import InvalidArgument
+from browser_use_mcp.files import GRID_PARTIAL
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, NoArgs, Output, Reply, Resource, as_json, tool
 
@@ -34,7 +35,8 @@ ROOTS = ('downloads', 'files')  # what a path starts with: the session's downloa
 LIST_CAP = 500  # files listed at most, newest first
 READ_DEFAULT = 1024 * 1024  # bytes one read returns unless asked for fewer or more
 READ_MAX = 4 * 1024 * 1024  # bytes one read may return (5.3 MB as base64)
-PARTIAL = '.crdownload'  # how Chromium names a download it is still writing
+# how a download still being written is named: by Chromium, and by a Grid session's copy from its node
+PARTIAL = ('.crdownload', GRID_PARTIAL)
 TEXT_TYPES = ('application/json', 'application/xml', 'application/javascript', 'application/x-ndjson', 'image/svg+xml')
 URI_SCHEME = 'browser-use-mcp'
 
@@ -53,7 +55,7 @@ class FileInfo(Output):  # field order is the key order of the JSON text
 	path: str = Field(description='What browser_read_file takes: downloads/<name> or files/<path>.')
 	size: int = Field(description='Bytes.')
 	modified: str = Field(description='When it was last written, ISO 8601 UTC.')
-	partial: bool = Field(description='A download the browser is still writing (Chromium names it *.crdownload).')
+	partial: bool = Field(description='A download still being written (*.crdownload; *.grid-partial on a Selenium Grid).')
 
 
 class FileList(Output):
@@ -212,7 +214,8 @@ async def browser_read_file(state: SessionState, args: ReadFileArgs, call: Call)
 	file in parts (offset, max_bytes: 1 MiB by default, at most 4 MiB)."""
 	full, shown = _checked(state, args.path)
 	read = await asyncio.to_thread(_read, full, shown, args.offset, args.max_bytes, _since(state))
-	mime = mimetypes.guess_type(full.name.removesuffix(PARTIAL))[0] or 'application/octet-stream'
+	name = next((full.name.removesuffix(end) for end in PARTIAL if full.name.endswith(end)), full.name)
+	mime = mimetypes.guess_type(name)[0] or 'application/octet-stream'
 	complete = args.offset + len(read.data) >= read.size
 	text = _as_text(read.data, mime, complete)
 	length = len(text.encode('utf-8')) if text is not None else len(read.data)

@@ -20,6 +20,7 @@ import pytest
 
 from browser_use_mcp.config import load_config
 from browser_use_mcp.doctor import check_grid
+from browser_use_mcp.files import GRID_PARTIAL
 from browser_use_mcp.providers.grid import grid_capabilities
 from harness.gridserver import GridServer
 from harness.servers import BLACKHOLE_PROXY, RawServer, wait_until
@@ -182,8 +183,13 @@ async def test_downloads_on_the_node_come_back_to_the_sessions_directory(
 			expression=f'(() => {{ const a = document.createElement("a"); a.href = "{site}/download"; a.download = "f.txt"; document.body.appendChild(a); a.click(); return 1; }})()',
 		)
 		(downloads,) = (server.home / 'state').glob('srv-*/s-*/downloads')
-		assert await asyncio.to_thread(wait_until, lambda: any(downloads.iterdir()), 15), 'the download came back'
-		(path,) = downloads.iterdir()
+
+		# whole, under its own name (the copy from the node is written as .<name>.grid-partial, then renamed)
+		def whole() -> list[Path]:
+			return [p for p in downloads.iterdir() if not p.name.endswith(GRID_PARTIAL)]
+
+		assert await asyncio.to_thread(wait_until, lambda: bool(whole()), 15), 'the download came back'
+		(path,) = whole()
 		assert path.read_bytes() == b'hello download\n'
 		session_id = next(s for n in grid_get(grid, '/status')['nodes'] for s in [sl.get('session') for sl in n['slots']] if s)
 		names = grid_get(grid, f'/session/{session_id["sessionId"]}/se/files')['names']

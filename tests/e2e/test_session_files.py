@@ -112,7 +112,9 @@ async def test_links_pipes_and_missing_files_are_refused_and_the_session_keeps_w
 	(downloads / 'passwd').symlink_to('/etc/passwd')
 	(downloads / 'up').symlink_to(downloads.parent)  # a directory link: listing does not follow it
 	os.mkfifo(downloads / 'pipe')
-	assert await saved(mcp, sid) == [], 'links and pipes are not listed'
+	(downloads / '.half.txt.grid-partial').write_text('half')  # a Grid download on its way from the node
+	listed = [(f['path'], f['partial']) for f in await saved(mcp, sid)]
+	assert listed == [('downloads/.half.txt.grid-partial', True)], 'links and pipes are not listed; partial files say so'
 	out = await mcp.call('browser_read_file', session_id=sid, path='downloads/passwd')
 	assert out.is_error and 'leads out of the session' in out.text, out.text
 	up = await mcp.call('browser_read_file', session_id=sid, path='downloads/up/profile/Local State')
