@@ -5,7 +5,8 @@ and never under the session's lock, so agents' calls do not wait for them; a ses
 one capture in flight per size, and a frame younger than its size's interval is served again
 instead of taking another. A capture ends within CAPTURE_TIMEOUT even when the page never answers
 (a renderer stuck in a script, a reply that never comes): a wedged capture would otherwise hold its
-session's slot, and every later request would join it instead of trying again. A takeover holds the session's lock: agents' calls wait behind it.
+session's slot, and every later request would join it instead of trying again. A takeover holds
+the session's lock: agents' calls wait behind it.
 """
 
 from __future__ import annotations

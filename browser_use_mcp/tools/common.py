@@ -518,20 +518,31 @@ def public_tabs(tabs: list[dict[str, str]]) -> list[dict[str, str]]:
 	return [{k: v for k, v in t.items() if not k.startswith('_')} for t in tabs]
 
 
-def saved_download(state: SessionState, name: str, size: Any, path: Any = None) -> str:
-	"""How a reply names a file a tool's download saved: its name and, when known, its size; where
+async def saved_download(
+	state: SessionState, name: str, size: Any, path: Any = None, url: str | None = None, copy_bound: float = 10.0
+) -> str:
+	"""How a reply names a file a tool's download saved: its name and, when known, its size, read from
+	disk once the file is whole (``whole_size``: ``url`` and ``copy_bound`` are its); where
 	browser_read_file finds it, when the server offers that tool and the file is in the downloads."""
+	if path:
+		size = await whole_size(state, str(path), size, url, copy_bound)
 	sized = f' ({size:,} bytes)' if isinstance(size, int) and size > 0 else ''
 	text = f"{name}{sized} is saved in the session's downloads"
 	offered = 'interaction' in state.config.tools or 'all' in state.config.tools
-	if offered and path:
-		try:
-			relative = os.path.relpath(os.path.realpath(str(path)), os.path.realpath(state.dirs.downloads))
-		except ValueError:
-			return text
-		if not relative.startswith('..') and not os.path.isabs(relative):
-			text += f' (browser_read_file reads it as downloads/{Path(relative).as_posix()})'
-	return text
+	readable = await asyncio.to_thread(_in_downloads, state, str(path)) if offered and path else None
+	return f'{text} (browser_read_file reads it as {readable})' if readable else text
+
+
+def _in_downloads(state: SessionState, path: str) -> str | None:
+	"""``path`` as browser_read_file takes it (downloads/<name>), or None when it is not in the session's
+	downloads. Blocking (it resolves links)."""
+	try:
+		relative = os.path.relpath(os.path.realpath(path), os.path.realpath(state.dirs.downloads))
+	except ValueError:
+		return None
+	if relative.startswith('..') or os.path.isabs(relative):
+		return None
+	return f'downloads/{Path(relative).as_posix()}'
 
 
 SETTLE_BOUND = 2.0  # s a downloaded file may take to be whole again after browser-use's second copy truncated it

@@ -23,7 +23,6 @@ from browser_use_mcp.tools.common import (
 	resolve_tab,
 	saved_download,
 	viewport_size,
-	whole_size,
 )
 
 
@@ -64,15 +63,13 @@ def _check_click(state: SessionState, result: object, index: int | None = None) 
 
 async def _downloaded(state: SessionState, result: object) -> str:
 	"""What a click's download saved, as browser-use's click reports it: appended to the reply ('' when
-	the click started none). Its size is read once the file is whole (``whole_size``)."""
+	the click started none)."""
 	if not isinstance(result, dict):
 		return ''
 	done = result.get('download')
 	if isinstance(done, dict):
-		size = done.get('file_size')
-		if done.get('path'):
-			size = await whole_size(state, str(done['path']), size)
-		saved = saved_download(state, str(done.get('file_name') or 'the file')[:200], size, done.get('path'))
+		name = str(done.get('file_name') or 'the file')[:200]
+		saved = await saved_download(state, name, done.get('file_size'), done.get('path'))
 		return f'. It started a download: {saved}.'
 	pending = result.get('download_in_progress') or result.get('download_timeout')
 	if isinstance(pending, dict):

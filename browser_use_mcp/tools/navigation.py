@@ -25,7 +25,6 @@ from browser_use_mcp.tools.common import (
 	element,
 	open_url,
 	saved_download,
-	whole_size,
 )
 
 logger = logging.getLogger(__name__)
@@ -141,9 +140,9 @@ class DownloadWatch:
 	async def finished_within(self, timeout: float) -> dict[str, Any] | None:
 		"""The first download's completion info, or None if it has not finished within ``timeout``."""
 		guid = str(self.started[0].get('guid'))
-		if not await self._until(lambda: guid in self.done, timeout):
-			return None
-		return self.done[guid]
+		if await self._until(lambda: guid in self.done, timeout):
+			return self.done[guid]
+		return None
 
 
 def _named(info: dict[str, Any], url: str) -> str:
@@ -159,11 +158,11 @@ async def downloaded(state: SessionState, url: str, downloads: DownloadWatch) ->
 	finished = await downloads.finished_within(DOWNLOAD_BUDGET)
 	name = _named(finished or started, url)
 	if finished is not None:
-		size = finished.get('file_size')
-		if finished.get('path'):  # its size once whole: browser-use read it while its second copy could be truncating it
-			copy_bound = max(0.0, deadline - loop.time())
-			size = await whole_size(state, str(finished['path']), size, str(started.get('url') or url), copy_bound)
-		saved = saved_download(state, name, size, finished.get('path'))
+		# its size once whole: browser-use read it while its own second copy could be truncating it
+		copy_bound = max(0.0, deadline - loop.time())
+		saved = await saved_download(
+			state, name, finished.get('file_size'), finished.get('path'), str(started.get('url') or url), copy_bound
+		)
 	else:
 		saved = f"{name} is still downloading after {DOWNLOAD_BUDGET:g} s; it is saved in the session's downloads once done"
 	try:

@@ -16,6 +16,7 @@ written since the session started, what its browser saved, and never the rest of
 from __future__ import annotations
 
 import asyncio
+import base64
 import mimetypes
 import os
 import stat
@@ -233,8 +234,6 @@ async def browser_read_file(state: SessionState, args: ReadFileArgs, call: Call)
 	rest = f'; read on from offset {args.offset + length}' if more else ''
 	if text is not None:
 		return Reply(f'{shown} ({span}, {mime}), its text follows{rest}.', structured=out, body=text)
-	import base64
-
 	uri = f'{URI_SCHEME}:///{quote(shown)}'
 	resource = Resource(uri=uri, mime_type=mime, blob=base64.b64encode(read.data).decode('ascii'))
 	return Reply(f'{shown} ({span}, {mime}), as an embedded resource{rest}.', structured=out, resources=[resource])
