@@ -11,12 +11,11 @@ import asyncio
 import base64
 import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from browser_use_mcp.browser import session_digest
 from harness.servers import Background, Mcp, running_server
+from tests.e2e.test_core import session_root
 from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()
@@ -36,11 +35,6 @@ async def saved(mcp: Mcp, session_id: str) -> list[dict]:
 	listed = (await mcp.ok('browser_list_files', session_id=session_id)).structured
 	assert listed['truncated'] is False
 	return [f for f in listed['files'] if not f['path'].startswith(AGENT_DATA)]
-
-
-def session_root(mcp: Mcp, session_id: str) -> Path:
-	(root,) = (mcp.home / 'state').glob(f'srv-*/s-{session_digest("local", session_id)}-*')
-	return root
 
 
 async def test_a_download_is_listed_and_read_back_as_text(mcp: Mcp, site: str) -> None:
