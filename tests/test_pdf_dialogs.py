@@ -224,7 +224,7 @@ async def test_a_pdf_over_the_bound_or_a_full_files_directory_writes_nothing(
 	monkeypatch.setattr(actions, 'MAX_PDF_BYTES', 4096)  # the /doc page prints to more than that
 	with pytest.raises(BrowserActionFailed, match='larger than 0 MiB; nothing was written'):
 		await catalog.call('browser_save_pdf', {**sid, 'path': 'big.pdf'}, Call())
-	assert not [p for p in files.iterdir() if p.suffix == '.pdf' or p.name.endswith('.tmp')]
+	assert not [p for p in files.iterdir() if p.suffix == '.pdf' or p.name.endswith('.writing')]
 	monkeypatch.setattr(actions, 'MAX_PDF_BYTES', 50 * 1024 * 1024)
 	done = await catalog.call('browser_save_pdf', {**sid, 'path': 'one.pdf'}, Call())
 	assert 'one.pdf' in done.text and (files / 'one.pdf').stat().st_size > 4096

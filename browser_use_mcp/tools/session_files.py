@@ -28,7 +28,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from browser_use_mcp.errors import InvalidArgument
-from browser_use_mcp.files import GRID_PARTIAL
+from browser_use_mcp.files import GRID_PARTIAL, WRITING
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, NoArgs, Output, Reply, Resource, as_json, tool
 
@@ -36,8 +36,9 @@ ROOTS = ('downloads', 'files')  # what a path starts with: the session's downloa
 LIST_CAP = 500  # files listed at most, newest first
 READ_DEFAULT = 1024 * 1024  # bytes one read returns unless asked for fewer or more
 READ_MAX = 4 * 1024 * 1024  # bytes one read may return (5.3 MB as base64)
-# how a download still being written is named: by Chromium, and by a Grid session's copy from its node
-PARTIAL = ('.crdownload', GRID_PARTIAL)
+# how a file still being written is named: a download by Chromium, a Grid session's copy from its node,
+# a PDF from browser_save_pdf (written whole, then renamed)
+PARTIAL = ('.crdownload', GRID_PARTIAL, WRITING)
 TEXT_TYPES = ('application/json', 'application/xml', 'application/javascript', 'application/x-ndjson', 'image/svg+xml')
 URI_SCHEME = 'browser-use-mcp'
 
@@ -56,7 +57,10 @@ class FileInfo(Output):  # field order is the key order of the JSON text
 	path: str = Field(description='What browser_read_file takes: downloads/<name> or files/<path>.')
 	size: int = Field(description='Bytes.')
 	modified: str = Field(description='When it was last written, ISO 8601 UTC.')
-	partial: bool = Field(description='A download still being written (*.crdownload; *.grid-partial on a Selenium Grid).')
+	partial: bool = Field(
+		description='Still being written, under a temporary name that goes away once it is whole (a download: '
+		'*.crdownload, *.grid-partial on a Selenium Grid; a saved PDF: .<name>-<random>.writing).'
+	)
 
 
 class FileList(Output):
