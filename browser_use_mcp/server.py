@@ -22,6 +22,7 @@ from browser_use_mcp.errors import ToolError
 from browser_use_mcp.logs import CallTag, current_call
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, current_session
 from browser_use_mcp.telemetry import Telemetry
+from browser_use_mcp.texts import clean, clean_value
 from browser_use_mcp.tools.base import Call, Reply
 
 if TYPE_CHECKING:
@@ -39,23 +40,26 @@ PrincipalOf = Callable[[ServerRequestContext[Any, Any]], str]
 
 
 def to_result(reply: Reply) -> types.CallToolResult:
-	content: list[types.ContentBlock] = [types.TextContent(type='text', text=reply.text)]
+	"""The reply as MCP sends it; page-controlled strings in it may hold lone surrogates, which no
+	transport can encode (texts.py): they become U+FFFD here."""
+	content: list[types.ContentBlock] = [types.TextContent(type='text', text=clean(reply.text))]
 	if reply.page_state is not None:
-		content.append(types.TextContent(type='text', text=reply.page_state))
+		content.append(types.TextContent(type='text', text=clean(reply.page_state)))
 	if reply.body is not None:
-		content.append(types.TextContent(type='text', text=reply.body))
+		content.append(types.TextContent(type='text', text=clean(reply.body)))
 	for image in reply.images:
 		content.append(types.ImageContent(type='image', data=image.data, mime_type=image.mime_type))
 	for resource in reply.resources:
 		blob = types.BlobResourceContents(uri=resource.uri, mime_type=resource.mime_type, blob=resource.blob)
 		content.append(types.EmbeddedResource(type='resource', resource=blob))
 	for note in reply.notes:
-		content.append(types.TextContent(type='text', text=note))
-	return types.CallToolResult(content=content, structured_content=reply.structured)
+		content.append(types.TextContent(type='text', text=clean(note)))
+	structured = clean_value(reply.structured) if reply.structured is not None else None
+	return types.CallToolResult(content=content, structured_content=structured)
 
 
 def error_result(message: str) -> types.CallToolResult:
-	return types.CallToolResult(content=[types.TextContent(type='text', text=message)], is_error=True)
+	return types.CallToolResult(content=[types.TextContent(type='text', text=clean(message))], is_error=True)
 
 
 def advertised(info: ToolInfo) -> types.Tool:

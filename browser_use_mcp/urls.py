@@ -29,6 +29,9 @@ BROWSER_SCHEMES = frozenset(
 	}
 )
 ABOUT_ALLOWED = frozenset({'blank', 'srcdoc'})
+# Schemes that read the server's own disk (file://localhost/etc/passwd as well as file:///…), or show
+# such a page's source: never opened, whatever the host part says.
+LOCAL_SCHEMES = frozenset({'file', 'filesystem', 'view-source'})
 # The operator's --allow-browser-urls, for the CDP endpoints (set once at start-up; tools read the config).
 ALLOWED: tuple[str, ...] = ()
 
@@ -61,8 +64,19 @@ def browser_page(url: str) -> str | None:
 	return None
 
 
+def local_file(url: str) -> bool:
+	"""Whether ``url`` would open something of the server's own disk (or a page's source), read as
+	Chromium reads it: case, surrounding blanks, tabs and newlines do not matter, nor does the host."""
+	return urlsplit(url.strip()).scheme.lower() in LOCAL_SCHEMES
+
+
 def refusal(url: str, allowed: Iterable[str] = ()) -> str | None:
 	"""Why ``url`` may not be opened by a tool, or None when it may."""
+	if local_file(url):
+		return (
+			f"{url[:200]!r} would open a file of the server's own disk (or a page's source), which no session may "
+			'read. Open an http(s) URL; to give the page a file of yours, use browser_upload_file.'
+		)
 	page = browser_page(url)
 	if page is None:
 		return None

@@ -2,8 +2,8 @@
 
 The transport is driven in a child process whose stdin and stdout are real pipes, as an MCP client
 starts its server: messages split across writes and several in one write arrive whole and in
-order, a blank line is skipped, a line that is not JSON-RPC and one over the size cap reach the
-server as errors (so it can answer them) while the next line still works, stray output of the
+order, a blank line is skipped, a line that is not JSON-RPC and one over the size cap are answered
+with JSON-RPC errors (with the request's id when it has one) while the next line still works, stray output of the
 process and of its children goes to stderr, never to the wire, and fd 0 / 1 are the wire again
 once the transport ends. Then the real server over the SDK's own stdio client, with the pipe
 transport and with ``BROWSER_USE_MCP_STDIO_PIPES=false``.
@@ -76,6 +76,13 @@ async def test_pipe_transport_splits_lines_reports_bad_ones_and_keeps_strays_off
 			+ b'not json\n'
 			+ _ping(3, pad=2 << 20)
 			+ _ping(4)
+			# found by fuzzing: these got no answer at all, and their requests waited for ever
+			+ b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x", "arguments": {"a": "\\ud800"}}}\n'
+			+ b'{"jsonrpc": "2.0", "id": "eight", "method": "ping", "params": {"a": ' * 1
+			+ b'\n'
+			+ b'[' * 100_000
+			+ b'\n'
+			+ b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\\udc00"}}\n'
 			+ b'{"jsonrpc": "2.0", "id": 5, "method": "ping"}'
 		)
 		await proc.stdin.drain()
@@ -89,10 +96,20 @@ async def test_pipe_transport_splits_lines_reports_bad_ones_and_keeps_strays_off
 	lines = out.decode().splitlines()
 	assert lines[-2:] == ['after: fd 1 is the wire again', 'print after'], lines[-3:]
 	messages = [json.loads(line) for line in lines[:-2]]  # every line before is JSON-RPC: nothing stray
-	assert [m.get('id') for m in messages] == [1, 2, None, None, 4, 5], messages
-	assert len(messages[1]['params']['pad']) == 600_000
-	assert messages[2]['method'] == 'error' and 'json' in messages[2]['params']['text'].lower(), messages[2]
-	assert messages[3]['method'] == 'error' and 'longer than 1048576 bytes' in messages[3]['params']['text'], messages[3]
+	# an unreadable line is answered on the wire with a JSON-RPC error: its request's id when it has one
+	# (-32600), else a null id (-32700); a notification (no id) gets no answer. Answers need not keep the
+	# lines' order: an error is written by the reader at once, the echo goes through the server.
+	echoed = [m for m in messages if 'error' not in m]
+	assert [m['id'] for m in echoed] == [1, 2, 4, 5], echoed
+	assert len(echoed[1]['params']['pad']) == 600_000
+	errors = [m for m in messages if 'error' in m]
+	assert sorted((str(m['id']), m['error']['code']) for m in errors) == [('7', -32600)] + [('None', -32700)] * 4, errors
+	texts = [m['error']['message'] for m in errors]
+	assert all('one JSON-RPC 2.0 object per line' in t for t in texts), texts
+	assert any('longer than 1,048,576 bytes' in t for t in texts), texts
+	assert any('lone UTF-16 surrogate' in t for t in texts if 'object' in t), texts
+	assert sum('not one JSON object' in t for t in texts) == 3, texts  # not json, the cut line, 100,000 brackets
+	assert next(m for m in errors if m['id'] == 7)['error']['message'].count('surrogate') == 1
 	stderr = err.decode()
 	for stray in ('stray print while serving', 'stray child output', 'another stray print'):
 		assert stray in stderr, stderr[-2000:]

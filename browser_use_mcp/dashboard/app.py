@@ -30,15 +30,27 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse as _JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from browser_use_mcp.dashboard.live import BadInput, Frames, TakeoverRefused, release, send_input, take_over, takeover_of
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry, SessionState
+from browser_use_mcp.texts import clean
 from browser_use_mcp.tools.admin import describe, focused_target
 
 logger = logging.getLogger('browser_use_mcp.dashboard')
+
+
+class JSONResponse(_JSONResponse):
+	"""JSON whose page-controlled strings (titles, URLs) may hold lone surrogates (texts.py): they are
+	sent as U+FFFD rather than failing the whole answer, which one tenant's page could otherwise do to
+	the dashboard of every session."""
+
+	def render(self, content: Any) -> bytes:
+		return clean(json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(',', ':'))).encode()
+
 
 PREFIX = '/dashboard'
 COOKIE = 'bumcp_dashboard'
@@ -394,7 +406,7 @@ class Dashboard:
 		recording = await self._fresh(principal, request.path_params['sid'])
 		if recording is None:  # another principal's, expired, or none: all alike
 			return self._error(404, 'No such recording.')
-		return HTMLResponse(await asyncio.to_thread(replay.render, recording))
+		return HTMLResponse(clean(await asyncio.to_thread(replay.render, recording)))
 
 	async def _fresh(self, principal: str, session_id: str) -> Any:
 		"""The principal's recording with its files up to date (the live session's HAR and console and

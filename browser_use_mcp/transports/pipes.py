@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import stat
@@ -28,6 +29,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from browser_use_mcp.texts import clean_json
 
 logger = logging.getLogger('browser_use_mcp.server')
 
@@ -167,8 +170,38 @@ def _parse(line: bytes) -> SessionMessage | Exception:
 		return ValueError(f'a message longer than {MAX_LINE} bytes was refused')
 	try:
 		return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-	except Exception as exc:  # the SDK's server answers a message it cannot read with a parse error
+	except Exception as exc:  # answered by the reader (_refusal): the SDK's server only logs it
 		return exc
+
+
+def _refusal(line: bytes, problem: Exception) -> bytes | None:
+	"""The JSON-RPC error answering a line the server cannot read, so that a request never waits for
+	an answer that will not come: with the request's id when the line is JSON with one (-32600), else
+	with a null id (-32700). None for a notification (no id), which gets no answer."""
+	request_id: Any = None
+	code = -32700
+	if line is TOO_LONG:
+		what = f'a message longer than {MAX_LINE:,} bytes'
+	else:
+		try:
+			parsed = json.loads(line)
+		except (ValueError, RecursionError):
+			parsed = None
+			what = 'not one JSON object (truncated, or nested too deep)'
+		else:
+			what = 'not a JSON-RPC 2.0 message this server can read'
+			if isinstance(parsed, dict) and isinstance(parsed.get('id'), str | int) and not isinstance(parsed['id'], bool):
+				request_id, code = parsed['id'], -32600
+			elif isinstance(parsed, dict) and 'method' in parsed and 'id' not in parsed:
+				return None  # a notification
+			if b'\\ud' in line.lower() and not isinstance(problem, RecursionError):
+				what += ' (a lone UTF-16 surrogate such as \\ud800 is not text)'
+	message = (
+		f'Parse error: the message was {what}. Send one JSON-RPC 2.0 object per line, UTF-8 encoded, '
+		'with "jsonrpc", "id", "method" and an object as "params".'
+	)
+	error = {'jsonrpc': '2.0', 'id': request_id, 'error': {'code': code, 'message': message}}
+	return json.dumps(error).encode() + b'\n'
 
 
 @contextlib.asynccontextmanager
@@ -199,14 +232,24 @@ async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
 				while (line := await lines.lines.get()) is not None:
 					lines.take_up()
 					if line is TOO_LONG or line.strip():
-						await to_server.send(_parse(line))
+						parsed = _parse(line)
+						if isinstance(parsed, Exception):
+							logger.warning('stdio: an unreadable message was answered with an error: %s', str(parsed)[:300])
+							answer = _refusal(line, parsed)
+							if answer is not None:
+								out.write(answer)
+							continue
+						await to_server.send(parsed)
 
 		async def write() -> None:
 			async with from_server:
 				async for message in from_server:
 					if sink.lost is not None:
 						raise sink.lost
-					data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+					try:
+						data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+					except ValueError:  # a lone surrogate (texts.py) where no tool's reply goes through clean()
+						data = clean_json(message.message, by_alias=True, exclude_unset=True)
 					out.write(data.encode() + b'\n')
 					await sink.wait_writable()
 

@@ -121,13 +121,50 @@ async def test_operator_may_allow_named_browser_pages(tmp_path: Path) -> None:
 		('ABOUT:version', 'about:version'),
 		('https://example.com/chrome://x', None),
 		('devtools://devtools/x', 'devtools://devtools'),
-		('file:///etc/passwd', None),
+		('https://example.com/file:///etc/passwd', None),
 	],
 )
 def test_browser_page_is_read_as_chromium_reads_it(url: str, page: str | None) -> None:
 	assert urls.browser_page(url) == page
 	assert (urls.refusal(url) is None) == (page is None)
 	assert urls.refusal(url, ('chrome://version', 'chrome://gpucrash', 'devtools://devtools', 'about:version')) is None
+
+
+LOCAL_FILES = (
+	'file:///etc/passwd',
+	'file://localhost/etc/passwd',
+	'FILE://LOCALHOST/etc/passwd',
+	'  file://127.0.0.1/etc/passwd',
+	'fi\tle://localhost/etc/passwd',
+	'file:/etc/passwd',
+	'view-source:file:///etc/passwd',
+	'view-source:http://127.0.0.1/',
+	'filesystem:file:///etc/passwd',
+)
+
+
+@pytest.mark.parametrize('url', LOCAL_FILES)
+def test_the_servers_files_are_refused_whatever_the_host(url: str) -> None:
+	"""file://localhost/… and file://127.0.0.1/… open the server's disk as file:/// does (found by fuzzing:
+	only the host-less form was refused, by the domain check)."""
+	why = urls.refusal(url, ('chrome://version',))
+	assert why is not None and "server's own disk" in why and 'browser_upload_file' in why, (url, why)
+	message = {'method': 'Target.createTarget', 'params': {'url': url}}  # browser-use's own, the agent's included
+	assert urls.refused_command(message) is not None
+	assert urls.refusal('https://example.com/file://localhost/etc/passwd') is None
+
+
+async def test_navigate_never_opens_the_servers_files(mcp: Mcp, site: str) -> None:
+	await mcp.ok('browser_navigate', session_id='files', url=f'{site}/two')
+	for url in ('file://localhost/etc/passwd', 'FILE://LOCALHOST/etc/passwd', 'file://127.0.0.1/etc/passwd'):
+		for new_tab in (False, True):
+			r = await mcp.call('browser_navigate', session_id='files', url=url, new_tab=new_tab)
+			assert r.is_error and "server's own disk" in r.text, (url, r.text)
+	html = (await mcp.ok('browser_get_html', session_id='files')).text
+	assert 'root:' not in html
+	assert (await mcp.page_state('files'))['url'] == f'{site}/two'
+	tabs = (await mcp.ok('browser_list_tabs', session_id='files')).text
+	assert 'file:' not in tabs, tabs
 
 
 def test_allow_browser_urls_from_flag_and_env() -> None:
