@@ -134,9 +134,27 @@ def _locale(value: str) -> str:
 def _timezone(value: str) -> str:
 	try:
 		zoneinfo.ZoneInfo(value)
-	except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+	except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a directory ("America"), too long
 		raise ValueError('is not a known IANA time zone; use a name such as Europe/Berlin, America/New_York or UTC') from None
 	return value
+
+
+# Headers the browser's network stack sets itself (framing, the connection, the host): given as extra
+# headers, Chromium fails every request of the session with net::ERR_INVALID_ARGUMENT
+BROWSER_HEADERS = frozenset(
+	{
+		'host',
+		'content-length',
+		'transfer-encoding',
+		'connection',
+		'keep-alive',
+		'upgrade',
+		'te',
+		'trailer',
+		'expect',
+		'proxy-connection',
+	}
+)
 
 
 def _headers(value: dict[str, str]) -> dict[str, str]:
@@ -145,6 +163,11 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
 	for name, text in value.items():
 		if not _TOKEN.match(name):
 			raise ValueError(f'header name {name[:60]!r} is not a valid HTTP header name')
+		if name.lower() in BROWSER_HEADERS:
+			raise ValueError(
+				f'header {name!r} is set by the browser itself for each request and cannot be given (every request of '
+				'the session would fail); leave it out'
+			)
 		if any(ord(ch) < 32 and ch != '\t' or ord(ch) == 127 for ch in text) or len(text) > MAX_TEXT:
 			raise ValueError(f'header {name!r}: the value must not contain CR, LF or other control characters')
 	return value

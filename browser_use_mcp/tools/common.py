@@ -438,6 +438,10 @@ async def visible_jpeg(state: SessionState, max_width: float, quality: int, boun
 	return base64.b64decode(shot['data']), int(width), int(height)
 
 
+# Chromium's answers when returnByValue cannot copy the value (found by fuzzing: they were "failed unexpectedly")
+NOT_JSON = ('Object reference chain is too long', "Object couldn't be returned by value")
+
+
 async def evaluate(state: SessionState, expression: str, *, await_promise: bool = False, timeout: float = 15.0) -> Any:
 	"""Evaluate JS in the focused tab; return its JSON value or raise with the JS error."""
 	cdp = await cdp_page(state)
@@ -445,6 +449,12 @@ async def evaluate(state: SessionState, expression: str, *, await_promise: bool 
 	try:
 		result = await asyncio.wait_for(cdp.cdp_client.send.Runtime.evaluate(params=params, session_id=cdp.session_id), timeout)
 	except RuntimeError as exc:
+		if any(why in str(exc) for why in NOT_JSON):  # a cycle, nesting too deep, a Symbol or a BigInt inside
+			raise BrowserActionFailed(
+				f"The expression's value cannot be returned as JSON ({_first_line(exc)[:160]}): it holds a cycle, nesting "
+				'deeper than Chromium copies, a Symbol or a BigInt. Return plain data instead, e.g. JSON.stringify(value) '
+				'or a few of its fields.'
+			) from None
 		if 'navigated or closed' not in str(exc):
 			raise
 		raise BrowserActionFailed(  # Chromium's -32000 "Inspected target navigated or closed"

@@ -97,7 +97,20 @@ class ScreenshotArgs(Args):
 @tool('Take a screenshot', read_only=True, open_world=False)
 async def browser_screenshot(state: SessionState, args: ScreenshotArgs, call: Call) -> Reply:
 	"""Take a PNG screenshot of the session's current page. Returns JSON with its size and the viewport, then the image."""
-	data = await state.browser_session.take_screenshot(full_page=args.full_page)
+	try:
+		data = await state.browser_session.take_screenshot(full_page=args.full_page)
+	except RuntimeError as exc:  # Chromium's -32000 answers (found by fuzzing: they were "failed unexpectedly")
+		if 'Page is too large' in str(exc):
+			raise BrowserActionFailed(
+				'The whole page is too large for one image (Chromium refused it). Take the visible part (full_page '
+				'false), scrolling with browser_scroll between screenshots.'
+			) from None
+		if 'Not attached to an active page' in str(exc):
+			raise BrowserActionFailed(
+				'The tab has no page to capture now (it is loading, hung or gone). Call browser_list_tabs; close or '
+				'navigate a tab that does not answer, then take the screenshot again.'
+			) from None
+		raise
 	meta: dict[str, Any] = {'size_bytes': len(data)}
 	width, height = await viewport_size(state)
 	if width and height:

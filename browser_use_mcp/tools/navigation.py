@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from pathlib import PurePosixPath
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -32,13 +33,40 @@ logger = logging.getLogger(__name__)
 SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
 
 
+def _suggestion(url: str) -> str:
+	"""What the caller probably meant: https:// before a bare host (example.com/x, //host/, host:8080),
+	else an example."""
+	text = url.strip()
+	rest = text.lstrip('/')
+	host = rest.split('/', 1)[0]
+	bare = bool(host) and not any(c.isspace() for c in text) and not re.match(r'^[A-Za-z][A-Za-z0-9+.-]*:(?!\d)', rest)
+	if bare and ('.' in host or host.split(':', 1)[0] == 'localhost' or host.startswith('[')):
+		return f'https://{rest[:200]}'
+	return 'https://example.com'
+
+
+def _bad_host(parsed: Any) -> str | None:
+	"""Why an http(s) URL's host or port cannot be opened, or None."""
+	try:
+		parsed.port  # noqa: B018 - raises for a port out of range
+	except ValueError:
+		return 'its port is not a number from 1 to 65535'
+	host = parsed.hostname or ''
+	if re.fullmatch(r'[0-9.]+', host) and any(int(part) > 255 for part in host.split('.') if part):
+		return 'its host is not an IPv4 address (each part is at most 255)'
+	return None
+
+
 def check_url(url: str) -> None:
 	"""Refuse what Chromium cannot open, with the fix, instead of a silent error page."""
-	parsed = urlsplit(url)
-	if parsed.scheme.lower() not in SCHEMES or (parsed.scheme.lower() in ('http', 'https') and not parsed.netloc):
-		raise InvalidArgument(
-			f'Invalid URL {url[:200]!r}: give an absolute URL with its scheme, e.g. https://{url.split("://")[-1][:60] or "example.com"}.'
-		)
+	parsed = urlsplit(url.strip())
+	scheme = parsed.scheme.lower()
+	if scheme not in SCHEMES or (scheme in ('http', 'https') and not parsed.netloc):
+		script = ' To run script in the page, use browser_evaluate.' if scheme == 'javascript' else ''
+		raise InvalidArgument(f'Invalid URL {url[:200]!r}: give an absolute http(s) URL, e.g. {_suggestion(url)}.{script}')
+	why = _bad_host(parsed) if scheme in ('http', 'https') else None
+	if why is not None:
+		raise InvalidArgument(f'Invalid URL {url[:200]!r}: {why}.')
 
 
 class NavigateArgs(Args):

@@ -39,7 +39,14 @@ CORPUS: list[tuple[str, dict, tuple[str, ...]]] = [
 	('browser_navigate', {'url': 5}, ('url', 'string')),
 	('browser_navigate', {'url': ''}, ('url',)),
 	('browser_navigate', {'url': 'example.com'}, ('Invalid URL', 'https://')),
-	('browser_navigate', {'url': 'javascript:alert(1)'}, ('Invalid URL',)),
+	('browser_navigate', {'url': 'javascript:alert(1)'}, ('Invalid URL', 'browser_evaluate')),
+	# found by fuzzing: suggested https://javascript:alert(1) and https:////127.0.0.1/, or answered with a CDP error dict
+	('browser_navigate', {'url': '//127.0.0.1/x'}, ('Invalid URL', 'e.g. https://127.0.0.1/x.')),
+	('browser_navigate', {'url': 'not a url'}, ('Invalid URL', 'e.g. https://example.com.')),
+	('browser_navigate', {'url': 'http://256.256.256.256/'}, ('Invalid URL', 'IPv4')),
+	('browser_navigate', {'url': 'http://127.0.0.1:99999/'}, ('Invalid URL', 'port')),
+	('browser_evaluate', {'expression': '(() => { const a = {}; a.a = a; return a; })()'}, ('cannot be returned as JSON',)),
+	('browser_evaluate', {'expression': '({s: Symbol()})'}, ('cannot be returned as JSON', 'JSON.stringify')),
 	('browser_navigate', {'url': CLOSED}, ('failed', 'ERR_CONNECTION_REFUSED', 'reachable')),
 	('browser_navigate', {'url': 'x' * 100_000}, ('Invalid URL',)),
 	('browser_navigate', {'url': CLOSED, 'new_tab': 'yes'}, ('new_tab', 'boolean')),
@@ -322,3 +329,18 @@ async def test_any_argument_shape_gets_its_answer_and_no_harm(mcp: Mcp, site: st
 	assert CANARY in sessions, 'the session survived'
 	if data.draw(st.integers(0, 9)) == 0:
 		await assert_still_healthy(mcp, site)
+
+
+async def test_a_page_too_large_for_one_image_says_what_to_do(mcp: Mcp, site: str) -> None:
+	"""Found by fuzzing: Chromium's refusal came back as "failed unexpectedly: RuntimeError {...}"."""
+	await mcp.ok('browser_navigate', session_id='tall', url=f'{site}/two')
+	await mcp.ok('browser_evaluate', session_id='tall', expression="document.body.style.height = '2000000px'; 1")
+	refused = await mcp.call('browser_screenshot', session_id='tall', full_page=True)
+	if refused.is_error:  # a Chromium of the session's own refuses it; a shared one's context here captured it
+		assert 'too large' in refused.text and 'browser_scroll' in refused.text, refused.text
+		assert 'unexpectedly' not in refused.text
+	else:
+		assert refused.images
+	shown = await mcp.ok('browser_screenshot', session_id='tall')
+	assert shown.images
+	await mcp.ok('browser_close_session', session_id='tall')

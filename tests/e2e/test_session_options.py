@@ -298,6 +298,9 @@ BAD: list[tuple[dict[str, Any], tuple[str, ...]]] = [
 	({'device_scale_factor': 9}, ('device_scale_factor', '5')),
 	({'timezone': 'Mars/Olympus_Mons'}, ('timezone', 'IANA')),
 	({'timezone': 'posixrules'}, ('timezone',)),  # in the tz database, but not a zone Chromium accepts
+	# found by fuzzing: a directory of the tz database, and a name too long for a file, leaked a server path
+	({'timezone': 'America'}, ('timezone', 'IANA')),
+	({'timezone': 'x' * 300}, ('timezone', 'IANA')),
 	({'locale': 'german please'}, ('locale', 'BCP 47')),
 	({'proxy': {'server': 'ftp://127.0.0.1:21'}}, ('proxy.server', 'socks5')),
 	({'proxy': {'server': 'http://127.0.0.1'}}, ('proxy.server', 'port')),
@@ -307,6 +310,9 @@ BAD: list[tuple[dict[str, Any], tuple[str, ...]]] = [
 	({'geolocation': {'latitude': 0, 'longitude': -181}}, ('geolocation.longitude', '180')),
 	({'extra_http_headers': {'X-Evil': 'a\r\nSet-Cookie: x=1'}}, ('extra_http_headers', 'CR, LF')),
 	({'extra_http_headers': {'Bad Name': 'x'}}, ('extra_http_headers', 'header name')),
+	# found by fuzzing: accepted, then every navigation of the session failed with ERR_INVALID_ARGUMENT
+	({'extra_http_headers': {'Host': 'evil'}}, ('extra_http_headers', 'set by the browser itself')),
+	({'extra_http_headers': {'content-length': '5'}}, ('extra_http_headers', 'set by the browser itself')),
 	({'user_agent': 'a\nb'}, ('user_agent', 'control')),
 	({'allowed_domains': []}, ('allowed_domains', 'at least one')),
 	({'viewport': 'big'}, ('viewport',)),
@@ -322,6 +328,7 @@ async def test_bad_options_are_refused_and_create_nothing(mcp: Mcp, options: dic
 	for word in words:
 		assert word in result.text, (word, result.text)
 	assert PASSWORD not in result.text
+	assert 'site-packages' not in result.text and 'failed unexpectedly' not in result.text, result.text
 	assert set(await listed(mcp)) == before
 	assert session_dirs(mcp) <= dirs, 'no directory was made for it'
 
