@@ -176,7 +176,7 @@ def measure(pipe: Any, session: str, rounds: int) -> dict[str, Any]:
 			answer('Runtime.getProperties', {'objectId': found['result']['result']['objectId'], 'ownProperties': True})
 		)
 		handles = [p['value']['objectId'] for p in props['result']['result'] if p['name'].isdigit()]
-		answers = call_together(pipe, [('DOM.describeNode', {'objectId': h}) for h in handles], session)
+		answers = call_together(pipe, [('DOM.describeNode', {'objectId': h, 'depth': 0}) for h in handles], session)
 		assert all('backendNodeId' in a['result']['node'] for a in answers)
 		ids_wall.append((time.perf_counter() - started) * 1000)
 		pipe.call('Runtime.releaseObjectGroup', {'objectGroup': 'in-page-probe'}, session)

@@ -76,7 +76,7 @@ def test_backend_ids_come_back_for_each_listed_element(pipe_session) -> None:
 	)
 	assert props is not None
 	handles = [p['value']['objectId'] for p in props['result']['result'] if p['name'].isdigit()]
-	answers = in_page.call_together(pipe, [('DOM.describeNode', {'objectId': h}) for h in handles], session)
+	answers = in_page.call_together(pipe, [('DOM.describeNode', {'objectId': h, 'depth': 0}) for h in handles], session)
 	names = [a['result']['node']['localName'] for a in answers]
 	assert names == ['input', 'button'], 'the light DOM elements that look interactive, in document order'
 	assert len({a['result']['node']['backendNodeId'] for a in answers}) == 2

@@ -117,9 +117,35 @@ async def browser_click(state: SessionState, args: ClickArgs, call: Call) -> str
 	return f'Clicked element {args.index}{await _downloaded(state, result)}'
 
 
+# Typing goes key by key (~2 ms a character): 20,000 characters ran past the call's 45 s and were
+# reported as a hung tab (found by fuzzing). Longer text: set the value with browser_evaluate.
+MAX_TYPED = 10_000
+# Elements typing cannot change (found by fuzzing: "Typed '...'" was answered and nothing happened),
+# by what to use instead
+NOT_TYPED = {
+	'select': 'a <select>: choose with browser_select_option',
+	'button': 'a button: press it with browser_click',
+}
+NOT_TYPED_INPUTS = {
+	'file': 'a file input: give it a file with browser_upload_file',
+	'checkbox': 'a checkbox: toggle it with browser_click',
+	'radio': 'a radio button: choose it with browser_click',
+	'submit': 'a button: press it with browser_click',
+	'button': 'a button: press it with browser_click',
+	'reset': 'a button: press it with browser_click',
+	'image': 'an image button: press it with browser_click',
+	'range': 'a slider: set it with browser_evaluate (el.value = ..., then an input event) or the arrow keys',
+	'color': 'a color picker: set it with browser_evaluate (el.value = "#rrggbb", then an input event)',
+}
+
+
 class TypeArgs(Args):
 	index: int = Field(ge=0, description='Index of the input element, from browser_get_state.')
-	text: str = Field(description='Text to type; the field is cleared first. An empty string just clears the field.')
+	text: str = Field(
+		max_length=MAX_TYPED,
+		description=f'Text to type; the field is cleared first. An empty string just clears the field. At most '
+		f'{MAX_TYPED:,} characters (typed key by key).',
+	)
 	blur: bool = Field(
 		False,
 		description='Leave the field afterwards, as a user tabbing away would (its blur and change handlers run). '
@@ -148,7 +174,11 @@ async def browser_type(state: SessionState, args: TypeArgs, call: Call) -> str:
 	from browser_use.browser.events import TypeTextEvent
 
 	node = await element(state, args.index)
-	field_type = (node.attributes.get('type') or '').lower() if (node.tag_name or '').lower() == 'input' else ''
+	tag = (node.tag_name or '').lower()
+	field_type = (node.attributes.get('type') or '').lower() if tag == 'input' else ''
+	what = NOT_TYPED_INPUTS.get(field_type) if tag == 'input' else NOT_TYPED.get(tag)
+	if what is not None:
+		raise InvalidArgument(f'Element {args.index} takes no typed text: it is {what}.')
 	if field_type in DATE_FORMS:
 		return await _set_date_field(state, node, args.index, field_type, args.text)
 	kind = _sensitive_kind(args.text)

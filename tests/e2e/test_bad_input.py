@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +344,34 @@ async def test_a_page_too_large_for_one_image_says_what_to_do(mcp: Mcp, site: st
 	shown = await mcp.ok('browser_screenshot', session_id='tall')
 	assert shown.images
 	await mcp.ok('browser_close_session', session_id='tall')
+
+
+@pytest.fixture(scope='module')
+def widgets() -> Iterator[str]:
+	from harness.pages import ACTION_PAGES
+	from harness.servers import html_pages
+
+	with html_pages(ACTION_PAGES) as url:
+		yield url
+
+
+async def test_typing_into_what_takes_no_text_says_which_tool_does(mcp: Mcp, widgets: str) -> None:
+	"""Found by fuzzing: "Typed '/etc/passwd' into element N" on a file input, a button and a select,
+	and nothing happened."""
+	await mcp.ok('browser_navigate', session_id='typing', url=f'{widgets}/upload')
+	elements = (await mcp.page_state('typing'))['interactive_elements']
+	file_input = next(e['index'] for e in elements if e['tag'] == 'input')
+	button = next(e['index'] for e in elements if e['tag'] == 'button')
+	refused = await mcp.call('browser_type', session_id='typing', index=file_input, text='/etc/passwd')
+	assert refused.is_error and 'file input' in refused.text and 'browser_upload_file' in refused.text, refused.text
+	refused = await mcp.call('browser_type', session_id='typing', index=button, text='x')
+	assert refused.is_error and 'browser_click' in refused.text, refused.text
+	files = await mcp.ok('browser_evaluate', session_id='typing', expression='document.getElementById("f").files.length')
+	assert files.structured == {'result': 0}, files.text
+	await mcp.ok('browser_navigate', session_id='typing', url=f'{widgets}/select')
+	select = next(e['index'] for e in (await mcp.page_state('typing'))['interactive_elements'] if e['tag'] == 'select')
+	refused = await mcp.call('browser_type', session_id='typing', index=select, text='Red')
+	assert refused.is_error and 'browser_select_option' in refused.text, refused.text
+	too_long = await mcp.call('browser_type', session_id='typing', index=select, text='z' * 10_001)
+	assert too_long.is_error and '10000' in too_long.text.replace(',', ''), too_long.text
+	await mcp.ok('browser_close_session', session_id='typing')
