@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
 from typing import Any
 
 SITE_PAGES = ('/', '/form', '/rich', '/epoch', '/epoch-frame', '/long', '/popup')
@@ -297,8 +299,10 @@ async def variants(state: Any, nodes: dict[str, dict[int, Any]], texts: dict[str
 	return out
 
 
-async def main(args: argparse.Namespace) -> None:
-	from benchmarks.common import table
+async def each_page(args: argparse.Namespace, session_id: str) -> AsyncIterator[tuple[str, Any, Any]]:
+	"""Each page asked for (the corpus's; with --site the test site's too), served on 127.0.0.1 and opened
+	in one session of a registry in process (contexts), --settle seconds later: its name, the session's
+	state and the catalogue."""
 	from benchmarks.corpus import PAGES, CorpusServer, available
 	from browser_use_mcp.catalog import Catalog
 	from browser_use_mcp.config import load_config
@@ -309,7 +313,6 @@ async def main(args: argparse.Namespace) -> None:
 
 	config = dataclasses.replace(load_config(), isolation='context')
 	pages = [p for p in PAGES if available(p) and (not args.pages or any(n in p.name for n in args.pages))]
-	rows, shown = [], []
 	with PageServer() as site, CorpusServer() as corpus, html_pages(ACTION_PAGES) as actions:
 		targets = [(p.name, f'{site.url if p.synthetic else corpus.url}{p.path}') for p in pages]
 		if args.site:  # the test site's pages: shadow DOM, frames, listeners, hidden and disabled elements, widgets
@@ -320,38 +323,45 @@ async def main(args: argparse.Namespace) -> None:
 		try:
 			catalog = Catalog(registry)
 			for name, url in targets:
-				page = argparse.Namespace(name=name)
-				await catalog.call('browser_navigate', {'session_id': 'ax', 'url': url}, Call())
+				await catalog.call('browser_navigate', {'session_id': session_id, 'url': url}, Call())
 				await asyncio.sleep(args.settle)
-				state = next(s for s in registry.sessions() if s.session_id == 'ax')
-				nodes: dict[str, dict[int, Any]] = {}
-				texts: dict[str, str] = {}
-				found = await variants(state, nodes, texts)
-				reference = found['reference']
-				row: list[Any] = [page.name, len(reference)]
-				for name in ('derived accessibility', 'no paint order'):
-					other = found[name]
-					common = reference.keys() & other.keys()
-					changed = [i for i in common if other[i] != reference[i]]
-					row.append(f'{len(common)} / +{len(other.keys() - reference.keys())} / ~{len(changed)}')
-					row.append(_text_diff(texts['reference'], texts[name]))
-					if args.show and texts['reference'] != texts[name]:
-						import difflib
-
-						diff = difflib.unified_diff(texts['reference'].splitlines(), texts[name].splitlines(), lineterm='', n=0)
-						shown.extend(f'{page.name}, {name}, text: {line[:200]}' for line in list(diff)[2 : 2 + 4 * args.show])
-					for i in sorted(reference.keys() - other.keys())[: args.show]:
-						shown.append(f'{page.name}, {name}: missing {reference[i][:160]}  [{_ax(nodes["reference"].get(i))}]')
-					for i in sorted(other.keys() - reference.keys())[: args.show]:
-						was = _ax(nodes['all'].get(i))
-						shown.append(f'{page.name}, {name}: added   {other[i][:160]}  [{_ax(nodes[name].get(i))}; was {was}]')
-					for i in changed[: args.show]:
-						shown.append(
-							f'{page.name}, {name}: was     {reference[i][:160]}\n{"":>{len(page.name) + len(name) + 4}}now     {other[i][:160]}'
-						)
-				rows.append(row)
+				yield name, next(s for s in registry.sessions() if s.session_id == session_id), catalog
 		finally:
 			await registry.shutdown()
+
+
+async def main(args: argparse.Namespace) -> None:
+	from benchmarks.common import table
+
+	rows, shown = [], []
+	async with contextlib.aclosing(each_page(args, 'ax')) as opened:
+		async for page, state, _ in opened:
+			nodes: dict[str, dict[int, Any]] = {}
+			texts: dict[str, str] = {}
+			found = await variants(state, nodes, texts)
+			reference = found['reference']
+			row: list[Any] = [page, len(reference)]
+			for name in ('derived accessibility', 'no paint order'):
+				other = found[name]
+				common = reference.keys() & other.keys()
+				changed = [i for i in common if other[i] != reference[i]]
+				row.append(f'{len(common)} / +{len(other.keys() - reference.keys())} / ~{len(changed)}')
+				row.append(_text_diff(texts['reference'], texts[name]))
+				if args.show and texts['reference'] != texts[name]:
+					import difflib
+
+					diff = difflib.unified_diff(texts['reference'].splitlines(), texts[name].splitlines(), lineterm='', n=0)
+					shown.extend(f'{page}, {name}, text: {line[:200]}' for line in list(diff)[2 : 2 + 4 * args.show])
+				for i in sorted(reference.keys() - other.keys())[: args.show]:
+					shown.append(f'{page}, {name}: missing {reference[i][:160]}  [{_ax(nodes["reference"].get(i))}]')
+				for i in sorted(other.keys() - reference.keys())[: args.show]:
+					was = _ax(nodes['all'].get(i))
+					shown.append(f'{page}, {name}: added   {other[i][:160]}  [{_ax(nodes[name].get(i))}; was {was}]')
+				for i in changed[: args.show]:
+					shown.append(
+						f'{page}, {name}: was     {reference[i][:160]}\n{"":>{len(page) + len(name) + 4}}now     {other[i][:160]}'
+					)
+			rows.append(row)
 	print(
 		table(
 			"What browser_get_state lists without Chromium's accessibility tree or paint order "

@@ -227,6 +227,14 @@ class DevToolsPipe:
 			if decoded.get('id') == self.ids:
 				return decoded, len(raw)
 
+	def open_page(self) -> str:
+		"""A new tab, attached (flat): its session id."""
+		created, _ = self.call('Target.createTarget', {'url': 'about:blank'})
+		assert created is not None
+		attached, _ = self.call('Target.attachToTarget', {'targetId': created['result']['targetId'], 'flatten': True})
+		assert attached is not None
+		return attached['result']['sessionId']
+
 	def close(self) -> None:
 		from browser_use_mcp.sidecar import release_singleton
 
@@ -262,11 +270,7 @@ def decode_ms(raw: bytes, cbor: bool) -> float | str:
 def over_pipe(chromium: str, url: str, cbor: bool, rounds: int) -> list[dict[str, Any]]:
 	pipe = DevToolsPipe(chromium, cbor)
 	try:
-		created, _ = pipe.call('Target.createTarget', {'url': 'about:blank'})
-		assert created is not None
-		attached, _ = pipe.call('Target.attachToTarget', {'targetId': created['result']['targetId'], 'flatten': True})
-		assert attached is not None
-		session = attached['result']['sessionId']
+		session = pipe.open_page()
 		pipe.call('Page.navigate', {'url': url}, session)
 		time.sleep(3)
 		rows = []

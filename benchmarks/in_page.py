@@ -221,11 +221,7 @@ def run(args: argparse.Namespace) -> None:
 	with CorpusServer() as corpus:
 		pipe = DevToolsPipe(chromium, False)
 		try:
-			created, _ = pipe.call('Target.createTarget', {'url': 'about:blank'})
-			assert created is not None
-			attached, _ = pipe.call('Target.attachToTarget', {'targetId': created['result']['targetId'], 'flatten': True})
-			assert attached is not None
-			session = attached['result']['sessionId']
+			session = pipe.open_page()
 			for page in pages:
 				pipe.call('Page.navigate', {'url': corpus.url + page.path}, session)
 				time.sleep(args.settle)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
+import contextlib
 import gc
 import json
 import re
@@ -33,7 +33,7 @@ import statistics
 import time
 from typing import Any
 
-from benchmarks.ax_substitute import SITE_PAGES, derived_ax
+from benchmarks.ax_substitute import derived_ax, each_page
 
 BU_STATE = "browser-use's state"
 SERVER_STATE = 'our browser_get_state'
@@ -362,62 +362,41 @@ async def main(args: argparse.Namespace) -> None:
 	import difflib
 
 	from benchmarks.common import table
-	from benchmarks.corpus import PAGES, CorpusServer, available
-	from browser_use_mcp.catalog import Catalog
-	from browser_use_mcp.config import load_config
-	from browser_use_mcp.sessions import SessionRegistry
 	from browser_use_mcp.tools.base import Call
-	from harness.pages import ACTION_PAGES, PageServer
-	from harness.servers import html_pages
 
-	config = dataclasses.replace(load_config(), isolation='context')
-	pages = [p for p in PAGES if available(p) and (not args.pages or any(n in p.name for n in args.pages))]
 	rows, shown = [], []
 	steps = ['walk (in the page)', 'decode', 'build the tree', "browser-use's serializer", 'backend ids of the listed']
-	with PageServer() as site, CorpusServer() as corpus, html_pages(ACTION_PAGES) as actions:
-		targets = [(p.name, f'{site.url if p.synthetic else corpus.url}{p.path}') for p in pages]
-		if args.site:
-			targets += [(f'test site {path}', f'{site.url}{path}') for path in SITE_PAGES]
-			targets += [(f'test site {path}', f'{actions}{path}') for path in ACTION_PAGES]
-		registry = SessionRegistry(config)
-		await registry.start()
-		try:
-			catalog = Catalog(registry)
-			for name, url in targets:
-				await catalog.call('browser_navigate', {'session_id': 'proto', 'url': url}, Call())
-				await asyncio.sleep(args.settle)
-				state = next(s for s in registry.sessions() if s.session_id == 'proto')
-				timings: dict[str, list[float]] = {}
-				for _ in range(args.repeats):
-					ours, our_map = await prototype(state, timings)
-					gc.collect()
-					theirs, their_map = await reference(state, timings)
-					started = time.perf_counter()
-					await catalog.call('browser_get_state', {'session_id': 'proto'}, Call())
-					timings.setdefault(SERVER_STATE, []).append((time.perf_counter() - started) * 1000)
-				same = (
-					'same'
-					if ours == theirs
-					else f'{sum(1 for d in difflib.ndiff(theirs.splitlines(), ours.splitlines()) if d[:1] in "+-")} lines differ'
-				)
-				if ours != theirs and args.show:
-					diff = difflib.unified_diff(theirs.splitlines(), ours.splitlines(), lineterm='', n=0)
-					shown.extend(f'{name}: {line[:220]}' for line in list(diff)[2 : 2 + args.show])
-				p50 = {key: statistics.median(values) for key, values in timings.items()}
-				rows.append(
-					[
-						name,
-						len(their_map),
-						len(our_map),
-						same,
-						f'{p50[BU_STATE]:.0f}',
-						f'{p50[SERVER_STATE]:.0f}',
-						f'{p50["total"]:.0f}',
-						' / '.join(f'{p50[step]:.0f}' for step in steps),
-					]
-				)
-		finally:
-			await registry.shutdown()
+	async with contextlib.aclosing(each_page(args, 'proto')) as opened:
+		async for name, state, catalog in opened:
+			timings: dict[str, list[float]] = {}
+			for _ in range(args.repeats):
+				ours, our_map = await prototype(state, timings)
+				gc.collect()
+				theirs, their_map = await reference(state, timings)
+				started = time.perf_counter()
+				await catalog.call('browser_get_state', {'session_id': 'proto'}, Call())
+				timings.setdefault(SERVER_STATE, []).append((time.perf_counter() - started) * 1000)
+			same = (
+				'same'
+				if ours == theirs
+				else f'{sum(1 for d in difflib.ndiff(theirs.splitlines(), ours.splitlines()) if d[:1] in "+-")} lines differ'
+			)
+			if ours != theirs and args.show:
+				diff = difflib.unified_diff(theirs.splitlines(), ours.splitlines(), lineterm='', n=0)
+				shown.extend(f'{name}: {line[:220]}' for line in list(diff)[2 : 2 + args.show])
+			p50 = {key: statistics.median(values) for key, values in timings.items()}
+			rows.append(
+				[
+					name,
+					len(their_map),
+					len(our_map),
+					same,
+					f'{p50[BU_STATE]:.0f}',
+					f'{p50[SERVER_STATE]:.0f}',
+					f'{p50["total"]:.0f}',
+					' / '.join(f'{p50[step]:.0f}' for step in steps),
+				]
+			)
 	print(
 		table(
 			f'browser-use state vs the in-page prototype, warm p50 of {args.repeats}, ms (in process)',

@@ -29,11 +29,7 @@ def pipe_session():
 		pytest.skip('no Chromium')
 	pipe = DevToolsPipe(chromium, False)
 	try:
-		created, _ = pipe.call('Target.createTarget', {'url': 'about:blank'})
-		assert created is not None
-		attached, _ = pipe.call('Target.attachToTarget', {'targetId': created['result']['targetId'], 'flatten': True})
-		assert attached is not None
-		session = attached['result']['sessionId']
+		session = pipe.open_page()
 		pipe.call('Page.navigate', {'url': 'data:text/html,' + urllib.parse.quote(PAGE)}, session)
 		for _ in range(50):
 			ready, _ = pipe.call('Runtime.evaluate', {'expression': 'document.readyState', 'returnByValue': True}, session)
