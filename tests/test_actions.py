@@ -4,6 +4,7 @@ page's own state back with browser_evaluate."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -326,3 +327,20 @@ def test_date_forms(kind: str, text: str, value: str | None) -> None:
 			iso_value(kind, text)
 	else:
 		assert iso_value(kind, text) == value
+
+
+async def test_a_huge_argument_is_never_echoed_whole(mcp: Mcp, pages: str) -> None:
+	"""Found by fuzzing: a 100 KB value came back whole in the reply of select_option, wait_for and
+	get_html (every other tool cut its echo at 200 characters), into the model's context."""
+	huge = 'q' * 100_000
+	await mcp.ok('browser_navigate', session_id='echo', url=f'{pages}/select')
+	select = next(e['index'] for e in (await mcp.page_state('echo'))['interactive_elements'] if e['tag'] == 'select')
+	replies = [
+		await mcp.call('browser_select_option', session_id='echo', index=select, values=[huge]),
+		await mcp.call('browser_wait_for', session_id='echo', text_gone=huge, timeout_ms=100),
+		await mcp.call('browser_wait_for', session_id='echo', selector='#' + huge, timeout_ms=100),
+		await mcp.call('browser_get_html', session_id='echo', selector='#' + huge),
+	]
+	for reply in replies:
+		assert len(reply.text) < 2_000 and re.search(r'100,00[01] characters', reply.text), reply.text[:300]
+	await mcp.ok('browser_close_session', session_id='echo')

@@ -27,7 +27,7 @@ from browser_use_mcp.files import write_whole
 from browser_use_mcp.patches import internals
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, IncludeState, tool
-from browser_use_mcp.tools.common import cdp_page, current_url, element, resolve_tab, viewport_size
+from browser_use_mcp.tools.common import cdp_page, clip, current_url, element, resolve_tab, viewport_size
 
 logger = logging.getLogger('browser_use_mcp.tools')
 
@@ -306,7 +306,7 @@ async def browser_select_option(state: SessionState, args: SelectOptionArgs, cal
 	if error == 'missing':
 		options = ', '.join(f'{o["value"]!r} ({o["label"]!r})' for o in result['options'])
 		raise InvalidArgument(
-			f'{argument}: element {args.index} has no option with the {by} {", ".join(map(repr, result["missing"]))}. '
+			f'{argument}: element {args.index} has no option with the {by} {", ".join(map(clip, result["missing"][:20]))}. '
 			f'Nothing was changed. Its options (value (label)): {options}.'
 		)
 	if error == 'single':
@@ -348,7 +348,7 @@ async def _select_aria(
 	if missing:
 		shown = ', '.join(f'{o["value"]!r} ({o["label"]!r})' for o in options[:100])
 		raise InvalidArgument(
-			f'{argument}: the listbox of element {index} has no option with the {by} {", ".join(map(repr, missing))}. '
+			f'{argument}: the listbox of element {index} has no option with the {by} {", ".join(map(clip, missing[:20]))}. '
 			f'Nothing was changed. Its options (value (label)): {shown}.'
 		)
 	if len(picked) > 1 and not listed['multiple']:
@@ -609,7 +609,7 @@ async def browser_wait_for(state: SessionState, args: WaitForArgs, call: Call) -
 		probe = f'(() => {{ try {{ document.createDocumentFragment().querySelector({json.dumps(args.selector)}); return null; }} catch (e) {{ return String(e.message); }} }})()'
 		bad = await _evaluate_in(cdp, probe)
 		if bad:
-			raise InvalidArgument(f'selector: {args.selector!r} is not a valid CSS selector ({bad}).')
+			raise InvalidArgument(f'selector: {clip(args.selector)} is not a valid CSS selector ({str(bad)[:200]}).')
 	loop = asyncio.get_running_loop()
 	started = loop.time()
 	end = started + args.timeout_ms / 1000
@@ -648,12 +648,12 @@ async def browser_wait_for(state: SessionState, args: WaitForArgs, call: Call) -
 
 def _conditions(given: dict[str, str], negate: bool = False) -> str:
 	words = {
-		'text': ('text {!r} is shown', 'text {!r} to appear'),
-		'text_gone': ('text {!r} is gone', 'text {!r} to disappear'),
-		'selector': ('selector {!r} matches a rendered element', 'selector {!r} to match a rendered element'),
-		'url': ('the URL contains {!r}', 'the URL to contain {!r}'),
+		'text': ('text {} is shown', 'text {} to appear'),
+		'text_gone': ('text {} is gone', 'text {} to disappear'),
+		'selector': ('selector {} matches a rendered element', 'selector {} to match a rendered element'),
+		'url': ('the URL contains {}', 'the URL to contain {}'),
 	}
-	return ' and '.join(words[k][negate].format(v) for k, v in given.items())
+	return ' and '.join(words[k][negate].format(clip(v)) for k, v in given.items())
 
 
 # -- upload --------------------------------------------------------------------------------

@@ -68,6 +68,12 @@ def check_allowed(state: SessionState, url: str) -> None:
 		)
 
 
+def clip(value: str, limit: int = 200) -> str:
+	"""``value`` as a reply quotes it: repr'd, and cut after ``limit`` characters (a 100 KB argument echoed
+	whole filled the model's context, found by fuzzing)."""
+	return repr(value[:limit]) + (f'... ({len(value):,} characters)' if len(value) > limit else '')
+
+
 def check_browser_page(state: SessionState, url: str) -> None:
 	"""Refuse the browser's own pages (chrome://…, about: other than blank) unless the operator allowed them."""
 	why = urls.refusal(url, state.config.allow_browser_urls)

@@ -13,7 +13,7 @@ from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
 from browser_use_mcp.llm import make_llm
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, Image, Output, Reply, tool
-from browser_use_mcp.tools.common import capture_state, evaluate, read_ahead, viewport_size
+from browser_use_mcp.tools.common import capture_state, clip, evaluate, read_ahead, viewport_size
 
 
 class GetStateArgs(Args):
@@ -73,9 +73,9 @@ async def browser_get_html(state: SessionState, args: GetHtmlArgs, call: Call) -
 	)
 	found = await evaluate(state, expr)
 	if isinstance(found, dict) and 'bad' in found:
-		raise BrowserActionFailed(f'Invalid CSS selector {args.selector!r}: {found["bad"]}')
+		raise BrowserActionFailed(f'Invalid CSS selector {clip(args.selector)}: {str(found["bad"])[:200]}')
 	if not isinstance(found, dict) or 'part' not in found:
-		return f'No element found for selector: {args.selector}'
+		return f'No element found for selector: {args.selector if len(args.selector) <= 200 else clip(args.selector)}'
 	total, part = int(found['total']), str(found['part'])
 	end = args.offset + len(part)
 	if args.offset == 0 and end >= total:
