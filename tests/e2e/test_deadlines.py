@@ -98,3 +98,20 @@ async def test_a_hung_tab_ends_the_call_by_its_deadline_and_the_session_keeps_wo
 		await mcp.ok('browser_navigate', url=f'{site}/', new_tab=True)
 		await mcp.ok('browser_close_tab', tab_id=tabs[0]['tab_id'])
 		assert (await mcp.ok('browser_get_state')).json()['url'].rstrip('/') == site.rstrip('/')
+
+
+async def test_a_navigation_away_from_a_hung_page_is_not_said_to_have_happened(server: RawServer, site: str) -> None:
+	"""Found by fuzzing: after a page stuck in a script, browser_navigate elsewhere answered "Navigated to"
+	while the tab stayed where it was, and the next browser_get_state ran out its deadline."""
+	async with server.client() as mcp:
+		await mcp.ok('browser_navigate', url=f'{site}/two')
+		await mcp.ok('browser_evaluate', expression='setTimeout(() => { while (true) {} }, 300); 1')
+		await asyncio.sleep(0.5)
+		result = await asyncio.wait_for(mcp.call('browser_navigate', url=f'{site}/'), 90)
+		assert result.is_error, result.text
+		assert 'did not happen' in result.text and 'browser_close_tab' in result.text, result.text
+		# what the error says to do works
+		tabs = (await mcp.ok('browser_list_tabs')).structured['tabs']
+		await mcp.ok('browser_navigate', url=f'{site}/', new_tab=True)
+		await mcp.ok('browser_close_tab', tab_id=tabs[0]['tab_id'])
+		assert (await mcp.ok('browser_get_state')).json()['url'].rstrip('/') == site.rstrip('/')
