@@ -40,7 +40,7 @@ from browser_use_mcp.files import write_whole
 from browser_use_mcp.har import HarLog
 from browser_use_mcp.screencast import Screencast
 from browser_use_mcp.tasks import held
-from browser_use_mcp.texts import clean
+from browser_use_mcp.texts import dumps
 
 logger = logging.getLogger('browser_use_mcp.recorder')
 
@@ -245,14 +245,14 @@ class Recording:
 	def write_meta(self) -> bool:
 		"""Write meta.json whole or not at all (0600); False when the disk refuses. Small and blocking."""
 		try:
-			write_whole(self.path / META_FILE, [clean(json.dumps(self.meta(), ensure_ascii=False)).encode()])
+			write_whole(self.path / META_FILE, [dumps(self.meta()).encode()])
 		except OSError as exc:
 			logger.info('could not write the metadata of the recording of %r: %s', self.session_id[:40], exc)
 			return False
 		return True
 
 	def line(self, entry: dict[str, Any]) -> bool:
-		return self._write(clean(json.dumps(entry, ensure_ascii=False, default=str)).encode() + b'\n', self.trace)
+		return self._write(dumps(entry, default=str).encode() + b'\n', self.trace)
 
 	async def settle(self) -> None:
 		"""Wait (bounded) for the screenshots of the last calls to be taken and written."""
@@ -429,7 +429,7 @@ class Recording:
 			if self.har is not None:
 				await self.har.settle()
 				har, entries = self.har, list(self.har.entries.values())  # taken on the loop; built in a thread
-				data = await asyncio.to_thread(lambda: clean(json.dumps(har.build(entries), ensure_ascii=False)).encode())
+				data = await asyncio.to_thread(lambda: dumps(har.build(entries)).encode())
 				await asyncio.to_thread(self._replace, HAR_FILE, data)
 			if state is not None:
 				from browser_use_mcp.tools import debug
@@ -438,7 +438,7 @@ class Recording:
 				console = [m.dump() for m in buffers.console]
 				network = [r.out().dump() for r in buffers.requests]
 				for name, rows in ((CONSOLE_FILE, console), (NETWORK_FILE, network)):
-					data = await asyncio.to_thread(lambda r=rows: clean(json.dumps(r, ensure_ascii=False)).encode())
+					data = await asyncio.to_thread(lambda r=rows: dumps(r).encode())
 					await asyncio.to_thread(self._replace, name, data)
 		except Exception as exc:
 			logger.warning('could not write the recording of session %r: %s', self.session_id[:40], exc)

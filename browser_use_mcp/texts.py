@@ -37,7 +37,13 @@ def clean_value(value: Any) -> Any:
 	return value
 
 
+def dumps(value: Any, **options: Any) -> str:
+	"""``value`` as JSON text (``json.dumps`` with ``options``, non-ASCII kept), its strings ``clean``:
+	for whatever is written or sent with page text in it (recordings, the dashboard's answers)."""
+	return clean(json.dumps(value, ensure_ascii=False, **options))
+
+
 def clean_json(model: Any, **dump: Any) -> str:
 	"""A pydantic model as compact JSON, its strings ``clean``: for a message whose own
 	``model_dump_json`` failed on a surrogate."""
-	return json.dumps(clean_value(model.model_dump(mode='json', **dump)), ensure_ascii=False, separators=(',', ':'))
+	return dumps(model.model_dump(mode='json', **dump), separators=(',', ':'))

@@ -37,7 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from browser_use_mcp.dashboard.live import BadInput, Frames, TakeoverRefused, release, send_input, take_over, takeover_of
 from browser_use_mcp.sessions import LOCAL_PRINCIPAL, SessionRegistry, SessionState
-from browser_use_mcp.texts import clean
+from browser_use_mcp.texts import clean, dumps
 from browser_use_mcp.tools.admin import describe, focused_target
 
 logger = logging.getLogger('browser_use_mcp.dashboard')
@@ -49,7 +49,7 @@ class JSONResponse(_JSONResponse):
 	the dashboard of every session."""
 
 	def render(self, content: Any) -> bytes:
-		return clean(json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(',', ':'))).encode()
+		return dumps(content, allow_nan=False, indent=None, separators=(',', ':')).encode()
 
 
 PREFIX = '/dashboard'

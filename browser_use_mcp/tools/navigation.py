@@ -30,7 +30,7 @@ from browser_use_mcp.tools.common import (
 
 logger = logging.getLogger(__name__)
 
-SCHEMES = ('http', 'https', 'file', 'data', 'about', 'chrome', 'blob')
+SCHEMES = ('http', 'https', 'data', 'about', 'chrome', 'blob')  # file: is refused before (urls.local_file)
 
 
 def _suggestion(url: str) -> str:

@@ -174,7 +174,7 @@ def _parse(line: bytes) -> SessionMessage | Exception:
 		return exc
 
 
-def _refusal(line: bytes, problem: Exception) -> bytes | None:
+def _refusal(line: bytes) -> bytes | None:
 	"""The JSON-RPC error answering a line the server cannot read, so that a request never waits for
 	an answer that will not come: with the request's id when the line is JSON with one (-32600), else
 	with a null id (-32700). None for a notification (no id), which gets no answer."""
@@ -194,7 +194,7 @@ def _refusal(line: bytes, problem: Exception) -> bytes | None:
 				request_id, code = parsed['id'], -32600
 			elif isinstance(parsed, dict) and 'method' in parsed and 'id' not in parsed:
 				return None  # a notification
-			if b'\\ud' in line.lower() and not isinstance(problem, RecursionError):
+			if b'\\ud' in line.lower():
 				what += ' (a lone UTF-16 surrogate such as \\ud800 is not text)'
 	message = (
 		f'Parse error: the message was {what}. Send one JSON-RPC 2.0 object per line, UTF-8 encoded, '
@@ -235,7 +235,7 @@ async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
 						parsed = _parse(line)
 						if isinstance(parsed, Exception):
 							logger.warning('stdio: an unreadable message was answered with an error: %s', str(parsed)[:300])
-							answer = _refusal(line, parsed)
+							answer = _refusal(line)
 							if answer is not None:
 								out.write(answer)
 							continue
