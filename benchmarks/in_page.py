@@ -37,19 +37,10 @@ import statistics
 import time
 from typing import Any
 
-# what browser-use 0.13.14's DomService asks for (dom/service.py, dom/enhanced_snapshot.py)
-STYLES = [
-	'display',
-	'visibility',
-	'opacity',
-	'overflow',
-	'overflow-x',
-	'overflow-y',
-	'cursor',
-	'pointer-events',
-	'position',
-	'background-color',
-]
+from browser_use.dom.enhanced_snapshot import REQUIRED_COMPUTED_STYLES
+
+# the computed styles browser-use's DomService asks the snapshot for, and reads
+STYLES = list(REQUIRED_COMPUTED_STYLES)
 TREES: list[tuple[str, dict[str, Any]]] = [
 	(
 		'DOMSnapshot.captureSnapshot',

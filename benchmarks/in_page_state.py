@@ -34,6 +34,7 @@ import time
 from typing import Any
 
 from benchmarks.ax_substitute import derived_ax, each_page
+from benchmarks.in_page import STYLES
 
 BU_STATE = "browser-use's state"
 SERVER_STATE = 'our browser_get_state'
@@ -44,8 +45,7 @@ ids_session: dict[str, str] = {}
 
 WALK = r"""
 (() => {
-  const STYLES = ['display', 'visibility', 'opacity', 'overflow', 'overflow-x', 'overflow-y', 'cursor',
-                  'pointer-events', 'position', 'background-color'];
+  const STYLES = __STYLES__;
   const SCROLLS = new Set(['auto', 'scroll', 'overlay']);
   const CLICK = ['click', 'mousedown', 'mouseup', 'pointerdown', 'pointerup'];
   const UA_SHADOW = (node, tag) => (tag === 'input' && !['checkbox', 'radio', 'hidden'].includes(node.type)) ||
@@ -152,7 +152,7 @@ WALK = r"""
   globalThis[__STASH__] = nodes;
   return JSON.stringify({s: table, r: rows, l: listened.length > 100 ? [] : listened});
 })()
-""".replace('__STASH__', STASH)
+""".replace('__STASH__', STASH).replace('__STYLES__', json.dumps(STYLES))
 
 
 def build(walked: dict[str, Any], target_id: str, session_id: str | None) -> Any:
@@ -161,8 +161,6 @@ def build(walked: dict[str, Any], target_id: str, session_id: str | None) -> Any
 	from browser_use.dom.views import DOMRect, EnhancedDOMTreeNode, EnhancedSnapshotNode, NodeType
 
 	strings, rows, listened = walked['s'], walked['r'], set(walked['l'])
-	names = ('display', 'visibility', 'opacity', 'overflow', 'overflow-x', 'overflow-y', 'cursor', 'pointer-events')
-	names += ('position', 'background-color')
 	built: list[Any] = []
 	for i, row in enumerate(rows):
 		kind, parent = row[0], (built[row[1]] if row[1] >= 0 else None)
@@ -184,7 +182,7 @@ def build(walked: dict[str, Any], target_id: str, session_id: str | None) -> Any
 			# Chromium's snapshot has no value for an empty control: nor does the attribute it becomes
 			live = strings[input_value] or None if input_value >= 0 and not sensitive else None
 			if laid_out:
-				styles = {name: strings[index] for name, index in zip(names, row[9], strict=True)} if row[9] else None
+				styles = {name: strings[index] for name, index in zip(STYLES, row[9], strict=True)} if row[9] else None
 				snapshot = EnhancedSnapshotNode(
 					is_clickable=None,
 					cursor_style=styles.get('cursor') if styles else None,
