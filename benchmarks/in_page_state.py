@@ -362,7 +362,7 @@ async def main(args: argparse.Namespace) -> None:
 	from benchmarks.common import table
 	from browser_use_mcp.tools.base import Call
 
-	rows, shown = [], []
+	rows, shown, ids_rounds = [], [], []
 	steps = ['walk (in the page)', 'decode', 'build the tree', "browser-use's serializer", 'backend ids of the listed']
 	async with contextlib.aclosing(each_page(args, 'proto')) as opened:
 		async for name, state, catalog in opened:
@@ -395,6 +395,7 @@ async def main(args: argparse.Namespace) -> None:
 					' / '.join(f'{p50[step]:.0f}' for step in steps),
 				]
 			)
+			ids_rounds.append(f'{name}: {", ".join(f"{ms:.0f}" for ms in timings["backend ids of the listed"])}')
 	print(
 		table(
 			f'browser-use state vs the in-page prototype, warm p50 of {args.repeats}, ms (in process)',
@@ -411,6 +412,8 @@ async def main(args: argparse.Namespace) -> None:
 			rows,
 		)
 	)
+	# their spread matters: inside the server they were erratic and grew from state to state on some pages
+	print('backend ids of the listed, each round (ms):\n' + '\n'.join(ids_rounds))
 	if shown:
 		print('\n'.join(shown))
 
