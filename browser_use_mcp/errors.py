@@ -67,5 +67,14 @@ class BrowserActionFailed(ToolError):
 	"""The browser refused or failed an action (navigation error, bad selector, JS exception)."""
 
 
+class ActionTimedOut(BrowserActionFailed):
+	"""browser-use gave up on an action after its own time limit (``limit`` s): a page that never
+	answered, say. The message says so in plain words, without browser-use's internal names."""
+
+	def __init__(self, message: str, limit: float) -> None:
+		super().__init__(message)
+		self.limit = limit
+
+
 class LLMNotConfigured(ToolError):
 	"""The tool needs an LLM and the server has no usable key or provider."""

@@ -8,13 +8,21 @@ import contextlib
 import contextvars
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from browser_use_mcp import dialogs, urls
-from browser_use_mcp.errors import BrowserActionFailed, ElementNotFound, InvalidArgument, StaleElement, TabNotFound
+from browser_use_mcp.errors import (
+	ActionTimedOut,
+	BrowserActionFailed,
+	ElementNotFound,
+	InvalidArgument,
+	StaleElement,
+	TabNotFound,
+)
 from browser_use_mcp.patches import direct_state, early_page_info, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
 
@@ -35,6 +43,21 @@ def _first_line(exc: BaseException) -> str:
 	return text
 
 
+# browser-use's own time limits, as its errors say them: bubus's "Event handler <module.Class.on_XEvent>#id(…)
+# timed out after 30.0s" and Page.navigate's "Page.navigate() timed out after 30.0s (…ms) for <url>"
+_RAN_OUT = re.compile(r'^(?:Event handler \S.* |Page\.navigate\(\) )timed out after (\d+(?:\.\d+)?)s\b')
+
+
+def ran_out(exc: BaseException, event: Any = None) -> float | None:
+	"""The limit (s) browser-use gave an action that ``exc`` says ran out of time, or None. Its text
+	names browser-use's internal event handlers, which mean nothing to a caller (found by fuzzing)."""
+	found = _RAN_OUT.match(str(exc).strip())
+	if found is None:
+		return None
+	limit = getattr(event, 'event_timeout', None)
+	return float(limit) if isinstance(limit, (int, float)) and limit > 0 else float(found.group(1))
+
+
 async def dispatch(state: SessionState, event: Any, action: str) -> Any:
 	"""Dispatch a browser-use event on the session's bus; raise its handler error, if any."""
 	bus = state.browser_session.event_bus
@@ -44,6 +67,9 @@ async def dispatch(state: SessionState, event: Any, action: str) -> Any:
 	except asyncio.CancelledError:
 		raise
 	except Exception as exc:
+		limit = ran_out(exc, event)
+		if limit is not None:
+			raise ActionTimedOut(f'{action} failed: it did not finish within {limit:g} s', limit) from exc
 		raise BrowserActionFailed(f'{action} failed: {_first_line(exc)}') from exc
 
 
@@ -88,7 +114,37 @@ async def open_url(state: SessionState, url: str, new_tab: bool, action: str) ->
 
 	check_browser_page(state, url)
 	check_allowed(state, url)
-	await dispatch(state, NavigateToUrlEvent(url=url, new_tab=new_tab), action)
+	try:
+		await dispatch(state, NavigateToUrlEvent(url=url, new_tab=new_tab), action)
+	except ActionTimedOut as exc:
+		# a site that takes the connection and never answers (found by fuzzing: the error named browser-use's
+		# event handlers, and the tab's pending navigation then held every later call until its deadline)
+		shown = await stop_loading(state)
+		tab = 'the new tab' if new_tab else 'the tab'
+		where = f'; {tab} shows {shown[:200]}' if shown else ''
+		raise ActionTimedOut(
+			f'{action} failed: the page did not answer within {exc.limit:g} s (the site sent no response), so the '
+			f'browser stopped loading it{where}. Check that the site is up and answering, then try again.',
+			exc.limit,
+		) from exc
+
+
+STOP_BOUND = 3.0  # s for each CDP step of stop_loading
+
+
+async def stop_loading(state: SessionState) -> str | None:
+	"""Stop the focused tab's pending navigation and say what it shows then (None if that cannot be read).
+	A navigation still waiting for its response holds every command to the tab's page: without this,
+	the next browser_get_state waited out its whole deadline."""
+	try:
+		cdp = await asyncio.wait_for(cdp_page(state), STOP_BOUND)
+		await asyncio.wait_for(cdp.cdp_client.send.Page.stopLoading(session_id=cdp.session_id), STOP_BOUND)
+		info = await asyncio.wait_for(cdp.cdp_client.send.Target.getTargetInfo(params={'targetId': cdp.target_id}), STOP_BOUND)
+	except (Exception, TimeoutError) as exc:
+		logger.info('could not stop a navigation that timed out: %s', _first_line(exc))
+		return None
+	url = info.get('targetInfo', {}).get('url')
+	return url if isinstance(url, str) and url else None
 
 
 @dataclass(frozen=True)

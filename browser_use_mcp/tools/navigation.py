@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import Field
 
 from browser_use_mcp.egress import BLOCK_TITLE
-from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
+from browser_use_mcp.errors import ActionTimedOut, BrowserActionFailed, InvalidArgument
 from browser_use_mcp.patches import internals
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.actions import call_on
@@ -92,6 +92,8 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 			blocked = await egress_blocked(state, mark, args.url, failed=True)
 			if blocked:
 				raise BrowserActionFailed(blocked) from exc
+			if isinstance(exc, ActionTimedOut):
+				raise  # says what happened and what to do
 			if 'ERR_ABORTED' not in exc.message:
 				raise BrowserActionFailed(
 					f'{exc.message}. Check the URL and that the site is reachable from the server.'

@@ -9,6 +9,7 @@ or a renderer bug would); the hang is a page script that never ends.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.catalog import DEADLINE_SCALE_ENV, deadline
-from harness.servers import RawServer, server_env
+from harness.servers import RawServer, running_server, server_env
 
 SCALE = 0.2  # browser_evaluate 5 s, browser_get_state 12 s
 
@@ -115,3 +116,34 @@ async def test_a_navigation_away_from_a_hung_page_is_not_said_to_have_happened(s
 		await mcp.ok('browser_navigate', url=f'{site}/', new_tab=True)
 		await mcp.ok('browser_close_tab', tab_id=tabs[0]['tab_id'])
 		assert (await mcp.ok('browser_get_state')).json()['url'].rstrip('/') == site.rstrip('/')
+
+
+NAVIGATION_LIMIT = 3  # s: browser-use's own limit on a navigation (TIMEOUT_NavigateToUrlEvent, 30 s by default)
+
+
+async def test_a_site_that_never_answers_is_said_plainly_and_leaves_the_tab_usable(tmp_path: Path, site: str) -> None:
+	"""Found by fuzzing: a loopback server that took the connection and never answered failed the navigation
+	with browser-use's internal handler names ("…on_NavigateToUrlEvent#… timed out after 30.0s"), and the
+	tab's pending navigation then held the next browser_get_state until its 60 s deadline."""
+	home = tmp_path / 'home'
+	env = server_env(home, TIMEOUT_NavigateToUrlEvent=str(NAVIGATION_LIMIT))
+	with socket.socket() as silent:  # the kernel completes the handshake; nothing ever reads or answers
+		silent.bind(('127.0.0.1', 0))
+		silent.listen(16)
+		hung = f'http://127.0.0.1:{silent.getsockname()[1]}/slow'
+		async with running_server(home, env=env) as mcp:
+			await mcp.ok('browser_navigate', url=f'{site}/two')
+			for new_tab, shows in ((False, f'the tab shows {site}/two'), (True, 'the new tab shows about:blank')):
+				started = time.monotonic()
+				result = await mcp.call('browser_navigate', url=hung, new_tab=new_tab, timeout=30)
+				assert result.is_error, result.text
+				assert f'did not answer within {NAVIGATION_LIMIT} s' in result.text, result.text
+				assert shows in result.text and 'try again' in result.text, result.text
+				assert 'Event' not in result.text and 'on_' not in result.text and '#' not in result.text, result.text
+				assert time.monotonic() - started < NAVIGATION_LIMIT + 5
+				# the tab answers at once: its navigation was stopped, not left pending
+				state = await asyncio.wait_for(mcp.call('browser_get_state', timeout=30), 10)
+				assert not state.is_error, state.text
+				assert state.json()['url'] == (f'{site}/two' if not new_tab else 'about:blank'), state.text[:300]
+			tabs = (await mcp.ok('browser_list_tabs')).structured['tabs']
+			assert [t['url'] for t in tabs] == [f'{site}/two', 'about:blank'], tabs
