@@ -4,7 +4,10 @@ page's own state back with browser_evaluate."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
+import textwrap
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -344,3 +347,58 @@ async def test_a_huge_argument_is_never_echoed_whole(mcp: Mcp, pages: str) -> No
 	for reply in replies:
 		assert len(reply.text) < 2_000 and re.search(r'100,00[01] characters', reply.text), reply.text[:300]
 	await mcp.ok('browser_close_session', session_id='echo')
+
+
+async def test_send_keys_refuses_a_shortcut_of_no_key_and_says_when_it_typed_text(mcp: Mcp, pages: str) -> None:
+	"""Found by fuzzing: "Ctrl+Foo" answered "Sent keys: Ctrl+Foo" and nothing was pressed (browser-use sends a
+	key event named Foo that no page acts on). Keys browser-use presses keep working; a string that is no key
+	name is typed, as browser-use does, and the reply says so."""
+	await open_page(mcp, f'{pages}/dates')
+	await js(
+		mcp,
+		"""(() => { const f = document.getElementById('text'); f.value = ''; f.focus(); window.pressed = [];
+		document.addEventListener('keydown', e => ['Control', 'Shift'].includes(e.key) ||
+			window.pressed.push((e.ctrlKey ? 'Control+' : '') + (e.shiftKey ? 'Shift+' : '') + e.key), true);
+		return 1; })()""",
+	)
+	for keys, words in [
+		('Ctrl+Foo', ["'Foo'", 'is not a key', 'nothing was sent', 'Enter', 'Control+a', 'Shift+Tab']),
+		('Control+NotAKey', ["'NotAKey'", 'is not a key']),
+		('Control+Del', ["'Del'", "Did you mean 'Control+Delete'?"]),
+	]:
+		refused = await mcp.call('browser_send_keys', session_id=SID, keys=keys)
+		assert refused.is_error, refused.text
+		for word in words:
+			assert word in refused.text, (word, refused.text)
+	assert await js(mcp, 'window.pressed') == [], 'a refused shortcut sent nothing'
+
+	await mcp.ok('browser_send_keys', session_id=SID, keys='x')
+	for keys in ('Control+a', 'Shift+Tab', 'Tab', 'Escape', 'ArrowDown', 'PageDown', 'Enter', 'Control+Insert'):
+		assert (await mcp.ok('browser_send_keys', session_id=SID, keys=keys)).text == f'Sent keys: {keys}'
+	await js(mcp, "document.getElementById('text').focus(), 1")  # Tab moved the focus on
+	typed = await mcp.ok('browser_send_keys', session_id=SID, keys='NotAKey')
+	assert typed.text.startswith('Sent keys: NotAKey (typed as text, one character at a time'), typed.text
+	pressed = await js(mcp, 'window.pressed')
+	assert pressed[:9] == ['x', 'Control+a', 'Shift+Tab', 'Tab', 'Escape', 'ArrowDown', 'PageDown', 'Enter', 'Control+Insert']
+	assert len(pressed) == 9 + len('NotAKey'), pressed  # then a key for each character typed
+	assert await js(mcp, "document.getElementById('text').value") == 'xNotAKey'
+
+
+def test_send_keys_reads_keys_as_browser_use_does() -> None:
+	"""The tool refuses a shortcut from its copy of how browser-use's send_keys reads keys: a browser-use
+	that reads them otherwise fails here, before the tool refuses keys it would press."""
+	from browser_use.browser.watchdogs.default_action_watchdog import DefaultActionWatchdog
+
+	from browser_use_mcp.tools.interaction import KEY_ALIASES, MODIFIERS, PRESSED_ALONE
+
+	tree = ast.parse(textwrap.dedent(inspect.getsource(DefaultActionWatchdog.on_SendKeysEvent)))
+	tables = {
+		target.id: ast.literal_eval(node.value)
+		for node in ast.walk(tree)
+		if isinstance(node, ast.Assign)
+		for target in node.targets
+		if isinstance(target, ast.Name) and target.id in ('key_aliases', 'modifier_map', 'special_keys')
+	}
+	assert tables['key_aliases'] == KEY_ALIASES
+	assert set(tables['modifier_map']) == MODIFIERS
+	assert tables['special_keys'] == PRESSED_ALONE

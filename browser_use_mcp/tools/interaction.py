@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import difflib
 import re
 from urllib.parse import urljoin
 
@@ -325,20 +326,113 @@ class SendKeysArgs(Args):
 	keys: str = Field(
 		min_length=1,
 		max_length=200,
-		description='A key or shortcut for the focused element: "Enter", "Escape", "Tab", "ArrowDown", "Control+a", '
-		'"Shift+Tab", or plain text to type key by key.',
+		description='A key or shortcut for the focused element: "Enter", "Escape", "Tab", "ArrowDown", "PageDown", "F5", '
+		'"Control+a", "Shift+Tab", or plain text to type key by key. A shortcut ends in one character or a key name; '
+		'any other is refused.',
 	)
 	include_state: IncludeState = False
+
+
+# How browser-use's send_keys reads ``keys`` (DefaultActionWatchdog.on_SendKeysEvent, browser-use 0.13.14; a test
+# compares these with its source): names it rewrites (case-insensitive), the modifiers of a shortcut, and the
+# names it presses alone; any other string it types as text, one character at a time.
+KEY_ALIASES = {
+	'ctrl': 'Control',
+	'control': 'Control',
+	'alt': 'Alt',
+	'option': 'Alt',
+	'meta': 'Meta',
+	'cmd': 'Meta',
+	'command': 'Meta',
+	'shift': 'Shift',
+	'enter': 'Enter',
+	'return': 'Enter',
+	'tab': 'Tab',
+	'delete': 'Delete',
+	'backspace': 'Backspace',
+	'escape': 'Escape',
+	'esc': 'Escape',
+	'space': ' ',
+	'up': 'ArrowUp',
+	'down': 'ArrowDown',
+	'left': 'ArrowLeft',
+	'right': 'ArrowRight',
+	'pageup': 'PageUp',
+	'pagedown': 'PageDown',
+	'home': 'Home',
+	'end': 'End',
+}
+MODIFIERS = frozenset({'Alt', 'Control', 'Meta', 'Shift'})
+PRESSED_ALONE = frozenset(
+	{
+		*('Enter', 'Tab', 'Delete', 'Backspace', 'Escape', 'ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight'),
+		*('PageUp', 'PageDown', 'Home', 'End', 'Control', 'Alt', 'Meta', 'Shift'),
+		*(f'F{n}' for n in range(1, 13)),
+	}
+)
+KEY_EXAMPLES = 'Enter, Tab, Escape, Backspace, Delete, ArrowDown, PageDown, Home, End, Insert, Space, F5'
+
+
+def shortcut(keys: str) -> tuple[list[str], str] | None:
+	"""(modifiers, key) when browser-use presses ``keys`` as a shortcut ("Control+a", "Shift+Tab",
+	"Control++"), parsed as it parses it; None when it presses one key or types ``keys`` as text
+	("1+1", "C++" and "Foo+a" are text to it)."""
+	if '+' not in keys or keys == '+':
+		return None
+	if keys.endswith('++'):
+		parts, key = keys[:-2].split('+'), '+'
+	else:
+		prefix, suffix = keys.rsplit('+', 1)
+		if not suffix.strip():
+			return None
+		parts, key = prefix.split('+'), KEY_ALIASES.get(suffix.strip().lower(), suffix)
+	if not all(part.strip() for part in parts):
+		return None
+	modifiers = [KEY_ALIASES.get(part.strip().lower(), part) for part in parts]
+	return (modifiers, key) if all(m in MODIFIERS for m in modifiers) else None
+
+
+def is_key(name: str) -> bool:
+	"""Whether browser-use presses something for ``name`` in a shortcut: one character, or a name in its key
+	table (one with a virtual key code). For any other name it sends a key event no page acts on."""
+	from browser_use.actor.utils import get_key_info
+
+	return len(name) == 1 or get_key_info(name)[1] is not None
+
+
+def check_keys(keys: str) -> str:
+	"""Refuse a shortcut whose key is no key (found by fuzzing: "Ctrl+Foo" answered "Sent keys" and nothing
+	was pressed); else the note a reply adds when browser-use types ``keys`` as text ('' when it presses them)."""
+	combination = shortcut(keys)
+	if combination is not None:
+		key = combination[1]
+		if not is_key(key):
+			near = difflib.get_close_matches(key, sorted(PRESSED_ALONE | {'Insert', 'Space'}), n=1, cutoff=0.6)
+			hint = f' Did you mean {"+".join([*combination[0], near[0]])!r}?' if near else ''
+			raise InvalidArgument(
+				f'keys: {key[:50]!r} in {keys[:100]!r} is not a key, so nothing would be pressed; nothing was sent. '
+				f'End a shortcut in one character (Control+a) or a key name: {KEY_EXAMPLES} (e.g. Shift+Tab).{hint}'
+			)
+		return ''
+	text = KEY_ALIASES.get(keys.strip().lower(), keys)
+	if text in PRESSED_ALONE or len(text) == 1:
+		return ''
+	return (
+		' (typed as text, one character at a time: alone, only Enter, Tab, Escape, Backspace, Delete, the arrows, '
+		'PageUp, PageDown, Home, End, F1-F12 and the modifiers are pressed by name)'
+	)
 
 
 @tool('Press keys', destructive=True, idempotent=False, open_world=True)
 async def browser_send_keys(state: SessionState, args: SendKeysArgs, call: Call) -> str:
 	"""Press a key or keyboard shortcut in the session's current page, sent to the focused element
-	(e.g. "Enter" to submit, "Escape" to close a dialog, "Control+a" to select all)."""
+	(e.g. "Enter" to submit, "Escape" to close a dialog, "Control+a" to select all). A string that is no
+	key name is typed as text, and the reply says so; a shortcut whose last part is no key is refused."""
 	from browser_use.browser.events import SendKeysEvent
 
+	typed = check_keys(args.keys)
 	await dispatch(state, SendKeysEvent(keys=args.keys), f'Sending keys {args.keys!r}')
-	return f'Sent keys: {args.keys}'
+	return f'Sent keys: {args.keys}{typed}'
 
 
 class HandleDialogArgs(Args):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -76,6 +77,8 @@ CORPUS: list[tuple[str, dict, tuple[str, ...]]] = [
 	('browser_evaluate', {'expression': ''}, ('expression',)),
 	('browser_send_keys', {'keys': ''}, ('keys',)),
 	('browser_send_keys', {'keys': 'k' * 5000}, ('keys',)),
+	# found by fuzzing: answered "Sent keys: Ctrl+Foo" and nothing was pressed
+	('browser_send_keys', {'keys': 'Ctrl+Foo'}, ("'Foo'", 'is not a key', 'Enter')),
 	('retry_with_browser_use_agent', {'task': 'x', 'max_steps': 0}, ('max_steps',)),
 	('retry_with_browser_use_agent', {'task': 'x', 'allowed_domains': 'a.com'}, ('allowed_domains', 'list')),
 	('browser_extract_content', {}, ('query', 'required')),
@@ -271,6 +274,17 @@ def _tab(verb: str, done: str) -> Callable[[dict[str, Any], Any], None]:
 	return check
 
 
+MODIFIER = r'(?i:ctrl|control|alt|option|meta|cmd|command|shift)'
+
+
+def _send_keys(a: dict[str, Any], r: Any) -> None:
+	"""Sent (or typed, said after the keys); refused only for modifiers then something that is no key."""
+	k = a['keys']
+	shortcut = re.fullmatch(rf'(?:\s*{MODIFIER}\s*\+)+(.+)', k, re.DOTALL)
+	errors = (f'Sending keys {k!r} failed',) + (('is not a key',) if shortcut and len(shortcut.group(1)) > 1 else ())
+	_either(r, r.text == f'Sent keys: {k}' or r.text.startswith(f'Sent keys: {k} (typed as text'), errors)
+
+
 def _get_state(a: dict[str, Any], r: Any) -> None:
 	_either(r, 'url' in json.loads(r.text) and (a.get('include_screenshot') or not r.images), ())
 
@@ -282,7 +296,7 @@ OUTCOMES: dict[str, Callable[[dict[str, Any], Any], None]] = {
 	'browser_get_html': _get_html,
 	'browser_switch_tab': _tab('Switching to', 'Switched to tab {}: '),
 	'browser_close_tab': _tab('Closing', 'Closed tab # {}, now on '),
-	'browser_send_keys': lambda a, r: _either(r, r.text == f'Sent keys: {a["keys"]}', (f'Sending keys {a["keys"]!r} failed',)),
+	'browser_send_keys': _send_keys,
 	'browser_get_state': _get_state,
 }
 
