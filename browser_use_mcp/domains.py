@@ -20,6 +20,9 @@ from urllib.parse import urlsplit
 from browser_use_mcp.errors import InvalidArgument
 
 DOMAIN_SET_THRESHOLD = 100  # browser-use's BrowserProfile turns a list this long into a set
+MAX_PATTERNS = DOMAIN_SET_THRESHOLD - 1  # patterns one allowed_domains may list
+# characters in one pattern: a host name is at most 253, plus room for a scheme, "*." and a port
+MAX_PATTERN_LENGTH = 300
 
 Kind = Literal['any', 'host', 'sub', 'url', 'glob']
 
@@ -35,6 +38,23 @@ class Pattern:
 	def fixed_host(self) -> bool:
 		"""A URL prefix that pins the host: something after the authority, or "x@evil.com" slips through."""
 		return self.kind == 'url' and '/' in self.text.split('://', 1)[1]
+
+
+def check_patterns(patterns: list[str]) -> list[str]:
+	"""A requested allowed_domains list within its bounds, or ValueError saying which (found by fuzzing: a
+	100,000-character pattern was taken, and every navigation of the session matched against it)."""
+	if len(patterns) > MAX_PATTERNS:
+		raise ValueError(
+			f'at most {MAX_PATTERNS} patterns, not {len(patterns):,} (browser-use reads a list of {DOMAIN_SET_THRESHOLD} '
+			'or more as exact hosts only); cover many hosts of one site with "*.example.com"'
+		)
+	for pattern in patterns:
+		if len(pattern) > MAX_PATTERN_LENGTH:
+			raise ValueError(
+				f'a pattern is at most {MAX_PATTERN_LENGTH} characters (a host name is at most 253), not '
+				f'{len(pattern):,}: {pattern[:60]!r}...; give a host ("example.com"), "*.example.com" or a URL prefix'
+			)
+	return patterns
 
 
 def parse_pattern(text: str) -> Pattern:

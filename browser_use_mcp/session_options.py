@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from browser_use_mcp.domains import MAX_PATTERN_LENGTH, MAX_PATTERNS, check_patterns
 from browser_use_mcp.errors import InvalidArgument
 
 VIEWPORT_MIN = 100
@@ -176,6 +177,7 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
 def _domains(value: list[str]) -> list[str]:
 	if not value:
 		raise ValueError('must list at least one pattern; omit allowed_domains to keep the server list')
+	check_patterns(value)
 	for pattern in value:
 		if not pattern.strip():
 			raise ValueError('patterns must not be empty')
@@ -228,7 +230,8 @@ class SessionOptions(BaseModel):
 	allowed_domains: Annotated[list[str], AfterValidator(_domains)] | None = Field(
 		None,
 		description='Only these sites may be visited (patterns like "example.com", "*.example.com", '
-		'"https://example.com/app"). Can only narrow what the server allows, never widen it.',
+		f'"https://example.com/app"; at most {MAX_PATTERNS}, each at most {MAX_PATTERN_LENGTH} characters). Can only '
+		'narrow what the server allows, never widen it.',
 	)
 
 	record: Annotated[str | list[str], AfterValidator(_record)] | None = Field(

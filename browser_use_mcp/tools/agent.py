@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
 
 from browser_use_mcp.agent_runner import AgentTask, run_in_session
+from browser_use_mcp.domains import MAX_PATTERN_LENGTH, MAX_PATTERNS, check_patterns
 from browser_use_mcp.sessions import SessionState
 from browser_use_mcp.tools.base import Args, Call, tool
 
@@ -20,11 +23,12 @@ class AgentArgs(Args):
 	model: str | None = Field(
 		None, description='LLM model to use (e.g. gpt-4.1-mini, claude-sonnet-4-5). Defaults to the configured model.'
 	)
-	allowed_domains: list[str] | None = Field(
+	allowed_domains: Annotated[list[str], AfterValidator(check_patterns)] | None = Field(
 		None,
 		description='Domains the agent may visit during this run (security feature), e.g. ["example.com", '
-		'"*.example.org"]. It can only narrow what the server configuration allows. Omit it to use the configured '
-		'restrictions; an empty list is treated the same as omitting it and does NOT lift them.',
+		f'"*.example.org"]; at most {MAX_PATTERNS}, each at most {MAX_PATTERN_LENGTH} characters. It can only narrow '
+		'what the server configuration allows. Omit it to use the configured restrictions; an empty list is treated '
+		'the same as omitting it and does NOT lift them.',
 	)
 	use_vision: bool = Field(True, description='Whether the agent sees screenshots of the page.')
 

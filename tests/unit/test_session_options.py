@@ -156,3 +156,29 @@ async def test_listings_show_the_options_with_the_credentials_redacted(fake: Any
 
 async def _state(state: SessionState) -> SessionState:
 	return state
+
+
+@pytest.mark.parametrize('tool', ['browser_create_session', 'retry_with_browser_use_agent'])
+def test_allowed_domains_are_bounded_in_length_and_number(tool: str) -> None:
+	"""Found by fuzzing: a 100,000-character pattern was taken (the session's and the agent's)."""
+	from browser_use_mcp.domains import MAX_PATTERN_LENGTH, MAX_PATTERNS
+	from browser_use_mcp.tools import admin, agent
+
+	assert (MAX_PATTERN_LENGTH, MAX_PATTERNS) == (300, 99)
+	handler = admin.browser_create_session if tool == 'browser_create_session' else agent.retry_with_browser_use_agent
+	base = {} if tool == 'browser_create_session' else {'task': 'x'}
+	longest = 'https://' + 'a' * 63 + '.' + 'b' * 63 + '.' + 'c' * 63 + '.' + 'd' * 57 + '.com:65535/app'
+	assert len(longest) <= MAX_PATTERN_LENGTH  # a 253-character host, a scheme, a port and a path
+	fits = handler.parse({**base, 'allowed_domains': [longest, *(f'*.site{n}.example' for n in range(MAX_PATTERNS - 1))]})
+	assert len(fits.allowed_domains) == MAX_PATTERNS
+	for domains, words in [
+		(['x' * 100_000], ['allowed_domains', 'at most 300 characters', '100,000', '"*.example.com"']),
+		(['a.com', 'b' * 301], ['at most 300 characters', '301']),
+		([f'site{n}.example' for n in range(MAX_PATTERNS + 1)], ['allowed_domains', 'at most 99 patterns', 'not 100']),
+	]:
+		with pytest.raises(InvalidArgument) as refused:
+			handler.parse({**base, 'allowed_domains': domains})
+		text = str(refused.value)
+		assert len(text) < 1_000, 'the pattern is not echoed whole'
+		for word in words:
+			assert word in text, (word, text)
