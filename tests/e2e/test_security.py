@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import os
 import threading
 from pathlib import Path
 
@@ -106,8 +107,16 @@ async def test_operator_may_allow_named_browser_pages(tmp_path: Path) -> None:
 			assert (await mcp.page_state('ops'))['url'].startswith('chrome://version')
 			r = await mcp.call('browser_navigate', session_id='ops', url='chrome://gpucrash')
 			assert r.is_error and 'page of the browser itself' in r.text, r.text
+			# the full Chromium's singleton socket lives in a directory of its own in /tmp
+			singleton = Path(os.readlink(next(home.rglob('SingletonSocket')))).parent
+			assert singleton.is_dir()
+		# shut down as a client does (stdin closed): the server removes that directory with its browser.
+		# stop() alone kills the server, and only its sidecar would remove it, a moment after the test ended.
+		server.close_stdin()
+		assert await server.wait(20) == 0
 	finally:
 		await server.stop()
+	assert not singleton.exists(), 'the browser left its singleton directory in /tmp'
 
 
 @pytest.mark.parametrize(
