@@ -127,6 +127,7 @@ class ServerConfig:
 	direct_state: bool = True  # browser_get_state asks the DOM watchdog directly when the session's bus is idle
 	early_page_info: bool = True  # browser_get_state reads the page info while the page's trees are read
 	offload_state: bool = True  # browser_get_state's tree build and serializer run in a worker process
+	in_page_state: bool = True  # with offload_state: browser_get_state reads the page in one walk, not three CDP trees
 	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
 	dialog_gate: bool = True  # --dialogs hold can hold JavaScript dialogs (browser-use answers them itself otherwise)
 	typing_keeps_focus: bool = True  # browser_type sends no synthetic blur after typing (autocompletes stay open)
@@ -262,6 +263,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'direct_state': (f'{ENV_PREFIX}DIRECT_STATE', _truthy),
 	'early_page_info': (f'{ENV_PREFIX}EARLY_PAGE_INFO', _truthy),
 	'offload_state': (f'{ENV_PREFIX}OFFLOAD_STATE', _truthy),
+	'in_page_state': (f'{ENV_PREFIX}IN_PAGE_STATE', _truthy),
 	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
 	'typing_keeps_focus': (f'{ENV_PREFIX}TYPING_KEEPS_FOCUS', _truthy),
 	'late_target_info': (f'{ENV_PREFIX}LATE_TARGET_INFO', _truthy),

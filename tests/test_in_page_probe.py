@@ -1,13 +1,11 @@
-"""benchmarks.in_page and benchmarks.in_page_state read what they claim to, on a real Chromium: the walk,
-the backend ids, and the prototype's state, which must be browser-use's own, character for character."""
+"""benchmarks.in_page reads what it claims to, on a real Chromium: the walk and the backend ids (the
+server's own in-page state is tested in tests/test_in_page_state.py)."""
 
 from __future__ import annotations
 
 import json
 import time
 import urllib.parse
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -76,41 +74,3 @@ def test_backend_ids_come_back_for_each_listed_element(pipe_session) -> None:
 	names = [a['result']['node']['localName'] for a in answers]
 	assert names == ['input', 'button'], 'the light DOM elements that look interactive, in document order'
 	assert len({a['result']['node']['backendNodeId'] for a in answers}) == 2
-
-
-# -- the in-page state prototype (benchmarks.in_page_state) says what browser-use says ------------
-
-
-@pytest.fixture(scope='module')
-def action_pages() -> Iterator[str]:
-	from harness.pages import ACTION_PAGES
-	from harness.servers import html_pages
-
-	with html_pages(ACTION_PAGES) as url:
-		yield url
-
-
-@pytest.mark.parametrize('path', ['/rich', '/epoch-frame', '/select', '/dates', '/upload', '/listbox', '/scroll'])
-async def test_the_in_page_prototype_says_what_browser_use_says(tmp_path: Path, site: str, action_pages: str, path: str) -> None:
-	"""The page read in one Runtime.evaluate, the tree built from it with accessibility nodes derived
-	from the DOM and no paint order, serialized by browser-use: the same text as browser-use's own
-	pipeline (the three CDP trees), character for character, and the same elements behind each index.
-	The pages hold a same-origin frame, an open shadow root, listeners, hidden and disabled elements,
-	selects, date fields, a file input, a listbox and scrollers."""
-	from benchmarks import in_page_state
-	from browser_use_mcp.catalog import Catalog
-	from browser_use_mcp.tools.base import Call
-	from harness.pages import ACTION_PAGES
-	from tests.fixtures import in_process_registry
-
-	url = f'{action_pages if path in ACTION_PAGES else site}{path}'
-	async with in_process_registry(tmp_path / 'state', 'context', idle_timeout=600) as registry:
-		await Catalog(registry).call('browser_navigate', {'session_id': 'proto', 'url': url}, Call())
-		(state,) = [s for s in registry.sessions() if s.session_id == 'proto']
-		timings: dict[str, list[float]] = {}
-		ours, our_map = await in_page_state.prototype(state, timings)
-		theirs, their_map = await in_page_state.reference(state, timings)
-	assert ours == theirs
-	assert list(our_map) == list(their_map) and len(their_map) >= 1
-	for index, node in their_map.items():
-		assert (our_map[index].tag_name, our_map[index].attributes) == (node.tag_name, node.attributes), index

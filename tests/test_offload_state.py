@@ -88,7 +88,12 @@ async def registry(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fix
 		async with in_process_registry(
 			Path(tmp_path_factory.mktemp('offload')) / 'state', request.param, idle_timeout=600
 		) as registry:
-			yield registry
+			# the three trees' path (the walk in the page, taken first by default, is tests/test_in_page_state.py's)
+			route, offload_state.walked_route = offload_state.walked_route, None
+			try:
+				yield registry
+			finally:
+				offload_state.walked_route = route
 
 
 @pytest.fixture

@@ -60,6 +60,7 @@ PATCH_MODULES = (
 	'early_page_info',
 	'paint_order_index',
 	'offload_state',
+	'in_page_state',
 	'typing_keeps_focus',
 	'dialog_hold',
 	'late_target_info',

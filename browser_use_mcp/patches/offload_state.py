@@ -584,11 +584,12 @@ class _Pool:
 			await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(started)), timeout)
 		return self.ready()
 
-	async def run(self, job: Job) -> Built:
+	async def run(self, job: Any, fn: Any = None) -> Built:
+		"""``fn(job)`` in the worker (``build`` by default)."""
 		assert self.executor is not None
 		try:
 			with _main_not_reimported():  # a worker that died is replaced within submit
-				submitted = self.executor.submit(build, job)
+				submitted = self.executor.submit(fn or build, job)
 			return await asyncio.wrap_future(submitted)
 		except concurrent.futures.process.BrokenProcessPool:
 			logger.warning('the page-state worker died; a new one is started for the next large page')
@@ -728,12 +729,22 @@ async def _offloaded(service: Any) -> Any:
 	if built.needs_browser:
 		return None
 	state = SerializedDOMState(_root=None, selector_map=built.elements)
-	_pagination[id(state.selector_map)] = (state.selector_map, built.pagination)
-	while len(_pagination) > KEPT_PAGINATIONS:  # each is asked for right after its state is built
-		_pagination.pop(next(iter(_pagination)))
+	remember_pagination(state.selector_map, built.pagination)
 	timing = {'get_all_trees_total_ms': (read - started) * 1000, **built.timing}
 	timing['get_serialized_dom_tree_total_ms'] = (time.perf_counter() - started) * 1000
 	return state, None, timing
+
+
+def remember_pagination(selector_map: dict[int, Any], buttons: list[dict[str, Any]]) -> None:
+	"""What ``detect_pagination_buttons`` answers for ``selector_map`` (found where it was built)."""
+	_pagination[id(selector_map)] = (selector_map, buttons)
+	while len(_pagination) > KEPT_PAGINATIONS:  # each is asked for right after its state is built
+		_pagination.pop(next(iter(_pagination)))
+
+
+# The in-page route (``in_page_state``), when that patch is active: a state from one walk of the page,
+# or None to read the three trees
+walked_route: Any = None
 
 
 def _serialized_tree(original: Any) -> Any:
@@ -741,7 +752,10 @@ def _serialized_tree(original: Any) -> Any:
 	async def get_serialized_dom_tree(self: Any, previous_cached_state: Any = None) -> Any:
 		if _enabled and _compact.get():
 			try:
-				result = await _offloaded(self)
+				route = walked_route
+				result = await route(self) if route is not None else None
+				if result is None:
+					result = await _offloaded(self)
 			except asyncio.CancelledError:
 				raise
 			except Exception as exc:

@@ -1,0 +1,858 @@
+"""browser_get_state read in the page: one walk instead of Chromium's three trees.
+
+Why: on real pages browser-use 0.13.14's state is bound by what it reads. It asks Chromium for three
+trees of the whole document (``DOMSnapshot.captureSnapshot``, ``DOM.getDocument``, and the
+accessibility tree of every frame, which Chromium computes afresh for each request: ~185 ms on
+python stdtypes before anything is sent), several MB of JSON that are then decoded and joined node
+by node. ``benchmarks.in_page`` measured the three trees' answer and decode alone at about our
+whole state's time (stdtypes: 1,366 + 687 ms), where one walk of the page reading the same inputs
+took 237 + 75 ms.
+
+What this does, for the states ``browser_get_state`` and ``include_state`` ask for (within
+``offload_state.compact_state``; anything else keeps browser-use's own pipeline):
+
+- One ``Runtime.evaluate`` walks the composed tree in the page (elements, texts, open shadow
+  roots, same-origin frames) and returns, per node, what browser-use's enhanced tree holds:
+  attributes, box in document coordinates, the computed styles browser-use reads, client and
+  scroll rects, a control's live value and checked state, whether it scrolls, whether it has a
+  click listener (DevTools' ``getEventListeners``, with browser-use's limits). The answer stays in
+  the inspector's object group; its text comes back undecoded (straight from our browser's pipe
+  when the session's browser is one of ours) and goes to the page-state worker.
+- The worker builds browser-use's ``EnhancedDOMTreeNode`` tree from it as ``DomService`` builds it
+  from the three trees (absolute positions, frame offsets, visibility with browser-use's own
+  ``is_element_visible_according_to_all_parents``), gives every element an accessibility node
+  derived from the DOM (``derived_ax``: the role and the properties browser-use reads, with
+  Chromium's quirks), stands in for Chromium's user-agent shadow roots, and runs browser-use's own
+  ``DOMTreeSerializer``, without paint order (the walk cannot see it).
+- The listed elements' backend node ids (the indices) come in one more call: the walked nodes,
+  deep-serialized as WebDriver BiDi asks for them, carry their ``backendNodeId``. The selector map
+  is then the same as browser-use's: same indices, stale-index guarantees unchanged.
+
+Sameness: ``benchmarks.in_page_state --site`` and ``tests/test_in_page_state.py`` compare the state's
+text with browser-use's own pipeline, character for character, on the corpus and the test site.
+Intended differences: no paint-order filter (an element entirely hidden under an opaque one is
+listed), an ``input.indeterminate`` checkbox is not "mixed", and the accessible name is not
+computed (browser-use's state text does not show it).
+
+Falls back to the three trees (``offload_state``'s path) when the page has a frame whose document it
+cannot read (cross-origin: Chromium's trees have it, the page does not), more frames than
+browser-use's ``max_iframes``, a walk that fails (a page that broke a built-in it uses), or a
+listed node whose id does not come back. The walk runs in the page's own world, as browser-use's
+listener scan does: a page that lies about its layout to its own scripts lies to the state too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import json
+import logging
+import time
+from typing import Any
+
+from browser_use_mcp.patches import Patch, Saved
+
+logger = logging.getLogger(__name__)
+
+BROWSER_USE_VERSION = '0.13.14'
+_SERVICE = 'browser_use.dom.service:DomService'
+OFFSET = 1_000_000_000  # the worker's stand-in index for walked row i; the real backend ids replace it
+GROUP = 'browser-use-mcp-page-walk'  # the inspector object group holding a walk until its ids are read
+WAIT = 10.0  # s for the walk and the ids (browser-use's first wait for its trees)
+
+_enabled = False
+_saved = Saved()
+_groups = itertools.count(1)
+_releasing: set[asyncio.Future[None]] = set()
+fallbacks: dict[str, int] = {}  # why the trees were read instead, and how often (for tests and doctor)
+last_timing: dict[str, float] = {}  # the last walked state's steps, ms (for benchmarks)
+
+
+def _fell_back(why: str) -> None:
+	fallbacks[why] = fallbacks.get(why, 0) + 1
+	logger.debug('page state from the three trees: %s', why)
+
+
+def _styles() -> list[str]:
+	from browser_use.dom.enhanced_snapshot import REQUIRED_COMPUTED_STYLES
+
+	return list(REQUIRED_COMPUTED_STYLES)
+
+
+# -- the walk (in the page) ----------------------------------------------------------------------
+
+WALK = r"""
+(() => {
+  const STYLES = __STYLES__;
+  const SCROLLS = new Set(['auto', 'scroll', 'overlay']);
+  // Chromium's whitespace (ASCII, and the other characters of bidi class WS), not JavaScript's trim()'s
+  const BLANK = /^[\t\n\v\f\r \u1680\u2000-\u200a\u2028\u205f\u3000]*$/;
+  const CLICK = __CLICK__;
+  const UA_SHADOW = (node, tag) => (tag === 'input' && !['checkbox', 'radio', 'hidden'].includes(node.type)) ||
+    tag === 'select' || tag === 'option' || tag === 'textarea' || tag === 'details' ||
+    (tag === 'img' && node.hasAttribute('alt') && node.complete && !node.naturalWidth) || tag === 'video' || tag === 'audio';
+  const index = new Map(), table = [];
+  const s = (v) => { let i = index.get(v); if (i === undefined) { i = table.length; table.push(v); index.set(v, i); } return i; };
+  const rows = [], nodes = [];
+  const BAND = __BAND__, MARGIN = 200;  // browser-use's viewport threshold, and a margin for text overflowing its box
+  const bands = new Map();  // window -> its document's band
+  const unseen = new Set();  // elements without a box (their texts get none either)
+  const parentBox = new Map();  // element -> its box when far outside the band, null when its texts need boxes
+  let frames = 0;
+  const listen = typeof getEventListeners === 'function' && document.querySelectorAll('*').length <= __HEAVY__;
+  const listened = [];
+  const visitDocument = (doc, parent) => {
+    const me = rows.length;
+    const root = doc.documentElement, view = doc.defaultView;
+    // browser-use's band, as it computes it: the HTML element's client height (the viewport, or in quirks
+    // mode the whole document) +- 1000 px, after the HTML element's scroll offset (0 in quirks mode)
+    if (root && view) bands.set(view, {shift: view.scrollY - root.scrollTop, bottom: root.clientHeight + BAND});
+    rows.push([9, parent, frames++]);
+    nodes.push(doc);
+    visitChildren(doc, me, doc.defaultView);
+  };
+  const visitChildren = (node, parent, win) => {
+    for (let child = node.firstChild; child; child = child.nextSibling) visit(child, parent, win);
+  };
+  const visit = (node, parent, win) => {
+    if (node.nodeType === 3) {
+      const text = node.nodeValue;
+      if (BLANK.test(text)) return;  // as DevTools leaves them out: a no-break space is not blank
+      const box = parentBox.get(node.parentNode);
+      const band = bands.get(win);
+      if (unseen.has(node.parentNode) || box && (box.bottom + band.shift < -BAND - MARGIN || box.top + band.shift > band.bottom + MARGIN)) {
+        // its element is far outside the band of viewport +- 1000 px where browser-use sees anything: no box needed
+        rows.push([3, parent, s(text), 0]);
+        nodes.push(node);
+        return;
+      }
+      const range = node.ownerDocument.createRange();
+      range.selectNodeContents(node);
+      if (range.getClientRects().length) {
+        const b = range.getBoundingClientRect();
+        rows.push([3, parent, s(text), 1, b.x + win.scrollX, b.y + win.scrollY, b.width, b.height]);
+      } else {
+        rows.push([3, parent, s(text), 0]);
+      }
+      nodes.push(node);
+      return;
+    }
+    if (node.nodeType !== 1) return;
+    const attrs = [];
+    for (const a of node.attributes) attrs.push(s(a.name), s(a.value));
+    const row = [1, parent, s(node.nodeName), attrs];
+    // checkVisibility first: it answers without laying out what Chromium skips (a closed <details>'s
+    // content, content-visibility: hidden), which getClientRects would lay out, and keep laid out,
+    // and which the snapshot (so browser-use) does not see
+    const seen = node.checkVisibility === undefined || node.checkVisibility();
+    if (!seen) unseen.add(node);
+    const laidOut = seen && node.getClientRects().length > 0;
+    if (laidOut) {
+      const b = node.getBoundingClientRect();
+      const overflows = node.scrollWidth > node.clientWidth || node.scrollHeight > node.clientHeight;
+      const band = bands.get(win);
+      const inBand = b.bottom + band.shift >= -BAND && b.top + band.shift <= band.bottom;
+      parentBox.set(node, inBand || overflows ? null : b);  // null: its texts get their own boxes
+      // browser-use reads styles for visibility (in the band only), scrolling (an element whose content
+      // overflows) and the cursor (of visible elements): elsewhere they change nothing
+      const cs = inBand || overflows ? win.getComputedStyle(node) : null;
+      const styles = cs ? STYLES.map((name) => s(cs.getPropertyValue(name))) : null;
+      const scrolls = cs !== null && ((SCROLLS.has(cs.overflowX) && node.scrollWidth > node.clientWidth) ||
+        (SCROLLS.has(cs.overflowY) && node.scrollHeight > node.clientHeight));
+      row.push(1, b.x + win.scrollX, b.y + win.scrollY, b.width, b.height, styles,
+        [node.clientLeft, node.clientTop, node.clientWidth, node.clientHeight],
+        [node.scrollLeft, node.scrollTop, node.scrollWidth, node.scrollHeight], scrolls ? 1 : 0);
+    } else {
+      row.push(0);
+    }
+    const tag = node.localName;
+    row.push(tag === 'input' || tag === 'textarea' ? s(node.value) : -1, tag === 'input' && node.checked ? 1 : 0);
+    if (listen) {
+      try {
+        const found = getEventListeners(node);
+        if (CLICK.some((kind) => found[kind])) listened.push(rows.length);
+      } catch (e) {}
+    }
+    const me = rows.length;
+    rows.push(row);
+    nodes.push(node);
+    if (UA_SHADOW(node, tag)) {  // Chromium's user-agent shadow root: the page cannot see it, CDP shows it
+      rows.push([11, me, s('user-agent')]);
+      nodes.push(null);
+    }
+    if (node.shadowRoot) {
+      const root = rows.length;
+      rows.push([11, me, s(node.shadowRoot.mode)]);
+      nodes.push(node.shadowRoot);
+      visitChildren(node.shadowRoot, root, win);
+    }
+    if (tag === 'iframe' || tag === 'frame') {
+      let doc = null;
+      try { doc = node.contentDocument; } catch (e) {}
+      if (doc === null) throw BLOCKED;  // cross-origin: its document is not the page's to read (the trees are)
+      else if (doc.documentElement) visitDocument(doc, me);
+      return;
+    }
+    visitChildren(node, me, win);
+  };
+  const BLOCKED = {};
+  try {
+    visitDocument(document, -1);
+  } catch (e) {
+    if (e !== BLOCKED) throw e;
+    return {text: null, nodes: [], blocked: 1, frames};  // no further: the state is read from the trees
+  }
+  // kept by reference, in the inspector's object group only (the page cannot see it): the text for
+  // the state, the nodes for the backend ids of the listed ones
+  return {text: JSON.stringify({s: table, r: rows, l: listened.length > __LISTENED__ ? [] : listened}), nodes, blocked: 0, frames};
+})()
+"""
+
+
+FOCUSABLE_TAGS = {'button', 'select', 'textarea', 'summary'}
+TEXT_INPUTS = {'', 'text', 'email', 'tel', 'url', 'password', 'search', 'number', 'date', 'time', 'datetime-local', 'month'}
+INPUT_ROLES = {
+	'button': 'button',
+	'submit': 'button',
+	'reset': 'button',
+	'image': 'button',
+	'checkbox': 'checkbox',
+	'radio': 'radio',
+	'range': 'slider',
+	'number': 'spinbutton',
+	'search': 'searchbox',
+}
+
+
+def implicit_role(node: Any) -> str | None:
+	"""The role a page script can tell from the element alone (HTML-AAM), for the roles browser-use reads."""
+	tag, attrs = node.tag_name, node.attributes or {}
+	explicit = attrs.get('role', '').split()
+	if explicit:
+		return explicit[0]
+	if tag in ('a', 'area'):
+		return 'link' if 'href' in attrs else None
+	if tag == 'button':
+		return 'button'
+	if tag == 'input':
+		kind = attrs.get('type', '').lower()
+		if kind == 'hidden':
+			return None
+		if kind in INPUT_ROLES:
+			return INPUT_ROLES[kind]
+		return 'combobox' if 'list' in attrs else 'textbox'
+	if tag == 'textarea':
+		return 'textbox'
+	if tag == 'select':
+		return 'listbox' if 'multiple' in attrs or int(attrs.get('size', '1') or 1) > 1 else 'combobox'
+	if tag == 'option':
+		return 'option'
+	if tag == 'hr':
+		return 'separator'
+	if tag in ('td',):
+		return 'cell'
+	if tag == 'th':
+		return 'columnheader'
+	if tag == 'tr':
+		return 'row'
+	return None
+
+
+def _level(node: Any) -> int | None:
+	"""A heading's level, or a list item's nesting depth, as Chromium exposes them."""
+	tag = node.tag_name
+	if tag in ('h1', 'h2', 'h3', 'h4', 'h5', 'h6'):
+		return int(tag[1])
+	if tag != 'li' or (node.attributes or {}).get('role', 'listitem') != 'listitem':
+		return None
+	depth, parent = 0, node.parent_node
+	while parent is not None:
+		if parent.tag_name in ('ul', 'ol', 'menu'):
+			depth += 1
+		parent = parent.parent_node
+	return depth or None
+
+
+def _number(given: str | None, default: float) -> float | int:
+	try:
+		value = float(given) if given not in (None, '') else float(default)
+	except ValueError:
+		value = float(default)
+	return int(value) if value.is_integer() else value
+
+
+def _first_option_empty(node: Any) -> bool:
+	"""Whether the select shows an option without a value (no option says selected: the first)."""
+	options = []
+	stack = list(reversed(node.children_nodes or []))
+	while stack:
+		child = stack.pop()
+		if child.tag_name == 'option':
+			options.append(child)
+		elif child.tag_name == 'optgroup':
+			stack.extend(reversed(child.children_nodes or []))
+	if not options:
+		return True
+	chosen = next((o for o in options if 'selected' in (o.attributes or {})), options[0])
+	value = (chosen.attributes or {}).get('value')
+	if value is None:
+		value = chosen.get_all_children_text() if hasattr(chosen, 'get_all_children_text') else ''
+	return value == ''
+
+
+def _in_disabled_fieldset(node: Any) -> bool:
+	parent = node.parent_node
+	while parent is not None:
+		if parent.tag_name == 'fieldset' and 'disabled' in (parent.attributes or {}):
+			return True
+		parent = parent.parent_node
+	return False
+
+
+def derived_ax(node: Any) -> Any:
+	from browser_use.dom.views import EnhancedAXNode, EnhancedAXProperty
+
+	tag, attrs = node.tag_name, node.attributes or {}
+	role = implicit_role(node)
+	kind = attrs.get('type', '').lower()
+	snap = node.snapshot_node
+	props: list[tuple[str, Any]] = []
+	checkable = role in ('checkbox', 'radio')
+	required = 'required' in attrs or attrs.get('aria-required') == 'true'
+	if tag in ('input', 'textarea', 'select', 'button') and kind != 'hidden':  # Chromium lists it first
+		# Chromium reports a failed constraint at once on a checkbox, on a text field only once edited
+		unchecked = snap is not None and not snap.input_checked and 'checked' not in attrs
+		# and on a select whose chosen option has no value (the page can tell: select.validity.valueMissing)
+		empty_choice = tag == 'select' and required and _first_option_empty(node)
+		props.append(('invalid', 'true' if (role == 'checkbox' and required and unchecked) or empty_choice else 'false'))
+	disabled = tag in ('button', 'input', 'select', 'textarea', 'option', 'optgroup', 'fieldset') and (
+		'disabled' in attrs or _in_disabled_fieldset(node)
+	)
+	if disabled or attrs.get('aria-disabled') == 'true':
+		props.append(('disabled', True))
+	focusable = not disabled and (
+		(tag in ('a', 'area') and 'href' in attrs)
+		or (tag == 'input' and kind != 'hidden')
+		or tag in FOCUSABLE_TAGS
+		or ('tabindex' in attrs)
+		or attrs.get('contenteditable', 'false') != 'false'
+		or bool(node.is_scrollable)  # Chromium makes scrollable containers keyboard-focusable
+	)
+	if focusable:
+		props.append(('focusable', True))
+	editable = (tag == 'input' and kind in TEXT_INPUTS) or tag == 'textarea' or attrs.get('contenteditable', 'false') != 'false'
+	if editable and not disabled:
+		props.append(('editable', 'plaintext'))
+		props.append(('settable', True))
+	elif tag == 'hr':
+		props.append(('settable', True))  # Chromium's: a separator could be a splitter, whose value is settable
+		props.append(('orientation', 'horizontal'))
+	if role in ('checkbox', 'radio', 'switch', 'menuitemcheckbox', 'menuitemradio'):
+		live = snap.input_checked if snap is not None and snap.input_checked is not None else 'checked' in attrs
+		props.append(('checked', attrs.get('aria-checked', 'true' if live else 'false')))
+	if 'aria-expanded' in attrs:
+		props.append(('expanded', attrs['aria-expanded'] == 'true'))
+	if 'aria-pressed' in attrs:
+		props.append(('pressed', attrs['aria-pressed']))
+	if role in ('option', 'tab', 'row', 'gridcell') and ('aria-selected' in attrs or tag == 'option'):
+		props.append(('selected', attrs.get('aria-selected', 'true' if 'selected' in attrs else 'false') == 'true'))
+	if required and not checkable and tag != 'select':  # Chromium does not expose it there
+		props.append(('required', True))
+	if tag == 'select' and role == 'combobox':
+		props.append(('expanded', False))
+	if tag == 'summary' and node.parent_node is not None and node.parent_node.tag_name == 'details':
+		props.append(('expanded', 'open' in (node.parent_node.attributes or {})))
+	if role == 'listbox':
+		multiple = (tag == 'select' and 'multiple' in attrs) or attrs.get('aria-multiselectable') == 'true'
+		props.append(('multiselectable', multiple))
+	if kind == 'range' and tag == 'input':
+		for name, given, default in (('valuemin', attrs.get('min'), 0), ('valuemax', attrs.get('max'), 100)):
+			props.append((name, _number(given, default)))
+		live = snap.input_value if snap is not None and snap.input_value is not None else attrs.get('value')
+		if live is not None:
+			props.append(('valuetext', live))
+	if 'aria-autocomplete' in attrs or (tag == 'input' and 'list' in attrs):
+		props.append(('autocomplete', attrs.get('aria-autocomplete', 'list')))
+	if attrs.get('aria-keyshortcuts'):
+		props.append(('keyshortcuts', attrs['aria-keyshortcuts']))
+	if tag in ('input', 'textarea', 'select') and kind != 'hidden':
+		value = snap.input_value if snap is not None else None
+		if value and kind != 'password':
+			props.append(('value', value))
+	if attrs.get('accesskey'):
+		props.append(('keyshortcuts', f'Alt+{attrs["accesskey"]}'))  # Chromium's modifier on Linux
+	level = _level(node)
+	if level:
+		props.append(('level', level))
+	return EnhancedAXNode(
+		ax_node_id=f'derived-{node.backend_node_id}',
+		ignored=False,
+		role=role,
+		name=None,
+		description=None,
+		properties=[EnhancedAXProperty(name=name, value=value) for name, value in props] or None,  # type: ignore[arg-type]
+		# a select's options (a details' summary and content) are its accessibility children:
+		# browser-use's compound components need them
+		child_ids=['derived'] if tag in ('select', 'details') else None,
+	)
+
+
+# -- the tree, in the worker ---------------------------------------------------------------------
+
+
+def tree(walked: dict[str, Any], target_id: str, session_id: str | None, threshold: int | None) -> Any:
+	"""browser-use's enhanced tree from the walk, as DomService builds it from the three trees."""
+	from browser_use.dom.enhanced_snapshot import _SENSITIVE_AUTOCOMPLETE_PREFIXES, _SENSITIVE_INPUT_TYPES
+	from browser_use.dom.views import DOMRect, EnhancedDOMTreeNode, EnhancedSnapshotNode, NodeType
+
+	strings, rows, listened = walked['s'], walked['r'], set(walked['l'])
+	style_names = _styles()
+	built: list[Any] = []
+	for i, row in enumerate(rows):
+		kind, parent = row[0], (built[row[1]] if row[1] >= 0 else None)
+		attributes: dict[str, str] = {}
+		snapshot = None
+		node_name, value, shadow, frame, scrollable = '#document', '', None, None, None
+		if kind == 1:
+			node_name = strings[row[2]]
+			pairs = row[3]
+			attributes = {strings[pairs[j]]: strings[pairs[j + 1]] for j in range(0, len(pairs), 2)}
+			laid_out = row[4] == 1
+			# laid out: [1, parent, name, attrs, 1, x, y, w, h, styles, client, scroll, scrolls, value, checked]
+			# not:      [1, parent, name, attrs, 0, value, checked]
+			at = 13 if laid_out else 5
+			input_value, checked = row[at], row[at + 1] == 1
+			sensitive = attributes.get('type', '').lower() in _SENSITIVE_INPUT_TYPES or attributes.get(
+				'autocomplete', ''
+			).lower().startswith(_SENSITIVE_AUTOCOMPLETE_PREFIXES)
+			# Chromium's snapshot has no value for an empty control: nor does the attribute it becomes
+			live = strings[input_value] or None if input_value >= 0 and not sensitive else None
+			if laid_out:
+				styles = {name: strings[index] for name, index in zip(style_names, row[9], strict=True)} if row[9] else None
+				snapshot = EnhancedSnapshotNode(
+					is_clickable=None,
+					cursor_style=styles.get('cursor') if styles else None,
+					bounds=DOMRect(row[5], row[6], row[7], row[8]),
+					clientRects=DOMRect(*row[10]),
+					scrollRects=DOMRect(*row[11]),
+					computed_styles=styles,
+					paint_order=None,
+					stacking_contexts=None,
+					input_value=live,
+					input_checked=checked,
+				)
+				scrollable = row[12] == 1
+			else:
+				snapshot = EnhancedSnapshotNode(None, None, None, None, None, None, None, None, live, checked)
+			if node_name.upper() in ('INPUT', 'TEXTAREA'):
+				if live is not None:
+					attributes['value'] = live
+				if checked:
+					attributes['checked'] = 'true'
+				else:
+					attributes.pop('checked', None)
+			if node_name == 'HTML':
+				frame = f'frame-{built[row[1]].frame_id}' if parent is not None else None
+			if node_name in ('IFRAME', 'FRAME'):
+				frame = f'owner-{i}'
+		elif kind == 3:
+			node_name, value = '#text', strings[row[2]]
+			styles = parent.snapshot_node.computed_styles if parent is not None and parent.snapshot_node else None
+			bounds = DOMRect(row[4], row[5], row[6], row[7]) if row[3] == 1 else None
+			snapshot = EnhancedSnapshotNode(None, None, bounds, None, None, styles if bounds else None, None, None)
+		elif kind == 11:
+			node_name, shadow = '#document-fragment', strings[row[2]]
+		elif kind == 9:
+			frame = str(row[2])
+		node = EnhancedDOMTreeNode(
+			node_id=i,
+			backend_node_id=OFFSET + i,
+			node_type=NodeType(kind),
+			node_name=node_name,
+			node_value=value,
+			attributes=attributes,
+			is_scrollable=scrollable or None,
+			frame_id=frame,
+			session_id=session_id,
+			target_id=target_id,
+			content_document=None,
+			shadow_root_type=shadow,  # type: ignore[arg-type]
+			shadow_roots=None,
+			parent_node=parent,
+			children_nodes=None,
+			ax_node=None,
+			snapshot_node=snapshot,
+			is_visible=None,
+			has_js_click_listener=i in listened,
+			absolute_position=None,
+			uuid='',  # nothing reads it; a uuid7 per node costs ~2 us
+		)
+		built.append(node)
+		if parent is not None:
+			if kind == 11:
+				if parent.shadow_roots is None:
+					parent.shadow_roots = []
+				parent.shadow_roots.append(node)
+			elif kind == 9:
+				parent.content_document = node
+			else:
+				if parent.children_nodes is None:
+					parent.children_nodes = []
+				parent.children_nodes.append(node)  # (a list made anew per child: quadratic on a wide parent)
+	root = built[0]
+	_finish(root, threshold)
+	return root
+
+
+def _finish(root: Any, threshold: int | None) -> None:
+	"""Positions, frames and visibility, as ``DomService._construct_enhanced_node`` sets them (without
+	its recursion: a deep page must not end in a RecursionError), and the derived accessibility nodes."""
+	from browser_use.dom.service import DomService
+	from browser_use.dom.views import DOMRect, NodeType
+
+	stack: list[tuple[Any, list[Any], Any]] = [(root, [], DOMRect(0.0, 0.0, 0.0, 0.0))]
+	while stack:
+		node, html_frames, offset = stack.pop()
+		offset = DOMRect(offset.x, offset.y, offset.width, offset.height)
+		snap = node.snapshot_node
+		if snap is not None and snap.bounds is not None:
+			node.absolute_position = DOMRect(
+				snap.bounds.x + offset.x, snap.bounds.y + offset.y, snap.bounds.width, snap.bounds.height
+			)
+		frames = html_frames.copy()
+		if node.node_type == NodeType.ELEMENT_NODE and node.node_name == 'HTML' and node.frame_id is not None:
+			frames.append(node)
+			if snap is not None and snap.scrollRects is not None:
+				offset.x -= snap.scrollRects.x
+				offset.y -= snap.scrollRects.y
+		if node.node_name.upper() in ('IFRAME', 'FRAME') and snap is not None and snap.bounds is not None:
+			frames.append(node)
+			offset.x += snap.bounds.x
+			offset.y += snap.bounds.y
+		for child in reversed(node.children_nodes or []):
+			stack.append((child, frames, offset))
+		for shadow in reversed(node.shadow_roots or []):
+			stack.append((shadow, frames, offset))
+		if node.content_document is not None:
+			stack.append((node.content_document, frames, offset))
+		node.is_visible = DomService.is_element_visible_according_to_all_parents(node, frames, threshold)
+		if node.node_type == NodeType.ELEMENT_NODE:
+			node.ax_node = derived_ax(node)
+
+
+def walk_script(threshold: int | None) -> str:
+	"""The walk, for browser-use's viewport threshold (None: no band, every box and style read)."""
+	from browser_use.dom import service as module
+
+	from browser_use_mcp.patches.dom_capture import CLICK_EVENTS, HEAVY_PAGE
+
+	return (
+		WALK.replace('__STYLES__', json.dumps(_styles()))
+		.replace('__CLICK__', json.dumps(list(CLICK_EVENTS)))
+		.replace('__HEAVY__', str(HEAVY_PAGE))
+		.replace('__LISTENED__', str(module._MAX_JS_CLICK_LISTENER_ELEMENTS))
+		.replace('__BAND__', 'Infinity' if threshold is None else str(int(threshold)))
+	)
+
+
+# -- the worker side -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class WalkJob:
+	"""What the worker needs to build the state of one walk (all picklable)."""
+
+	text: Any  # the answer of the walk's text (bytes or str, or already decoded)
+	target_id: str
+	cdp_session_id: str | None
+	browser_session_id: str
+	threshold: int | None
+
+
+def build_walked(job: WalkJob) -> Any:
+	"""browser-use's tree and serializer on a walk (in the worker, or in process for a small page):
+	``offload_state.Built`` whose indices are ``OFFSET`` + the walked row."""
+	from browser_use_mcp.patches import offload_state
+
+	garbage: list[Any] = []
+	try:
+		with offload_state._no_cyclic_collector():
+			return _build_walked(job, garbage)
+	finally:
+		if offload_state._in_worker and garbage:
+			offload_state._trash.put(list(garbage))
+		garbage.clear()
+
+
+def _build_walked(job: WalkJob, garbage: list[Any]) -> Any:
+	from browser_use.dom.serializer.serializer import DOMTreeSerializer
+	from browser_use.dom.service import DomService
+	from browser_use.dom.views import NodeType
+
+	from browser_use_mcp.patches import offload_state
+
+	started, cpu = time.perf_counter(), time.thread_time()
+	answer = offload_state._answer(job.text)
+	walked = json.loads(answer['result']['value']) if isinstance(answer, dict) and 'result' in answer else answer
+	decoded = time.perf_counter()
+	root = tree(walked, job.target_id, job.cdp_session_id, job.threshold)
+	garbage.append(walked)
+	garbage.append(root)
+	built = time.perf_counter()
+	try:
+		state, _ = DOMTreeSerializer(
+			root, None, paint_order_filtering=False, session_id=job.browser_session_id
+		).serialize_accessible_elements()
+		garbage.append(state)
+		pagination = DomService.detect_pagination_buttons(state.selector_map)
+		serialized = time.perf_counter()
+		elements = {index: offload_state._detached(node, NodeType.TEXT_NODE) for index, node in state.selector_map.items()}
+	finally:
+		offload_state._unlink(root)
+	return offload_state.Built(
+		elements,
+		pagination,
+		{
+			'decode_ms': (decoded - started) * 1000,
+			'tree_ms': (built - decoded) * 1000,
+			'serialize_ms': (serialized - built) * 1000,
+			'detach_ms': (time.perf_counter() - serialized) * 1000,
+			'build_cpu_ms': (time.thread_time() - cpu) * 1000,
+		},
+	)
+
+
+# -- the main side -------------------------------------------------------------------------------
+
+
+class _Fallback(Exception):
+	"""The trees are read instead (the message says why)."""
+
+
+def _caller(service: Any, cdp_session: Any) -> Any:
+	"""``call(method, params, raw=False)`` on the page's CDP session: straight onto our browser's pipe
+	when it is one of ours (never relayed through the CDP endpoint), else through cdp-use. With
+	``raw``, a large answer comes back undecoded (``offload_state.RawAnswer``)."""
+	from browser_use_mcp.patches import offload_state
+	from browser_use_mcp.providers.cdp_proxy import pipe_behind
+
+	client, session_id = cdp_session.cdp_client, cdp_session.session_id
+	pipe = pipe_behind(service.browser_session.cdp_url) if session_id else None
+
+	async def call(method: str, params: dict[str, Any], raw: bool = False) -> Any:
+		if pipe is None:
+			if raw:
+				return await offload_state.send_undecoded(client, method, params, session_id)
+			return await client.send_raw(method, params, session_id=session_id)
+		answer = await pipe.send_undecoded(next(offload_state._ids), method, params, session_id)
+		if raw and len(answer) >= offload_state.RAW_MIN and answer.find(b'"result":', 6, 40) > 0:
+			return offload_state.RawAnswer(answer)
+		decoded = json.loads(answer)
+		if 'error' in decoded:
+			error = decoded['error']
+			raise RuntimeError(f'{method}: {error.get("message", "CDP error")} ({error.get("code")})')
+		return decoded['result']
+
+	return call
+
+
+def _exception(answer: dict[str, Any]) -> str | None:
+	details = answer.get('exceptionDetails') if isinstance(answer, dict) else None
+	if not details:
+		return None
+	exception = details.get('exception') or {}
+	return str(exception.get('description') or details.get('text') or 'an exception')[:200]
+
+
+async def walked_state(service: Any) -> Any:
+	"""``(SerializedDOMState, None, timing)`` from a walk of the focused page, or None to read the
+	three trees instead."""
+	try:
+		return await asyncio.wait_for(_walked_state(service), WAIT)
+	except _Fallback as why:
+		_fell_back(str(why))
+		return None
+	except TimeoutError:
+		_fell_back('the walk took too long')
+		return None
+
+
+async def _walked_state(service: Any) -> Any:
+	from browser_use.dom.views import SerializedDOMState
+
+	from browser_use_mcp.patches import offload_state
+
+	started = time.perf_counter()
+	session = service.browser_session
+	target_id = session.agent_focus_target_id
+	cdp_session = await session.get_or_create_cdp_session(target_id=target_id, focus=False)
+	call = _caller(service, cdp_session)
+	group = f'{GROUP}-{next(_groups)}'
+	try:
+		walked = await call(
+			'Runtime.evaluate',
+			{'expression': walk_script(service.viewport_threshold), 'objectGroup': group, 'includeCommandLineAPI': True},
+		)
+		failed = _exception(walked)
+		if failed is not None:
+			raise _Fallback(f'the walk failed: {failed}')
+		holder = walked['result']['objectId']
+		# the holder's text, unless the page has what only the trees can read (a cross-origin frame), or
+		# more frames than browser-use reads
+		text = await call(
+			'Runtime.callFunctionOn',
+			{
+				'objectId': holder,
+				'functionDeclaration': 'function (most) { const t = this.text; this.text = null;'
+				' return this.blocked ? "blocked" : this.frames > most ? "frames" : t; }',
+				'arguments': [{'value': service.max_iframes}],
+				'returnByValue': True,
+			},
+			raw=True,
+		)
+		if not isinstance(text, offload_state.RawAnswer):
+			failed = _exception(text)
+			value = (text.get('result') or {}).get('value')
+			if failed is not None or value in ('blocked', 'frames') or not isinstance(value, str):
+				raise _Fallback(
+					'a frame whose document the page cannot read (cross-origin)'
+					if value == 'blocked'
+					else 'more frames than browser-use reads'
+					if value == 'frames'
+					else f'the walk gave no text: {failed}'
+				)
+		read = time.perf_counter()
+		job = WalkJob(text, target_id, cdp_session.session_id, session.id, service.viewport_threshold)
+		if isinstance(text, offload_state.RawAnswer) and await offload_state.pool.wait_ready(offload_state.START_WAIT):
+			built = await offload_state.pool.run(job, build_walked)
+		else:  # a small page: cheaper here than a hop
+			built = build_walked(job)
+		built_at = time.perf_counter()
+		real = await _backend_ids(call, holder, list(built.elements))
+	finally:
+		release = asyncio.ensure_future(_release(call, group))
+		_releasing.add(release)  # (a task nobody holds may be collected before it runs)
+		release.add_done_callback(_releasing.discard)
+	elements: dict[int, Any] = {}
+	for stand_in, node in built.elements.items():
+		_renumber(node, real[stand_in])
+		elements[node.backend_node_id] = node
+	frames = [node for node in elements.values() if node.node_name.upper() in ('IFRAME', 'FRAME')]
+	if frames:  # the frame an iframe element owns (few, if any, are listed)
+		await _owned_frames(call, frames)
+	pagination = [
+		{
+			**button,
+			'backend_node_id': real.get(button['backend_node_id'], button['backend_node_id']),
+			'selector_index': real.get(button['selector_index'], button['selector_index']),
+		}
+		for button in built.pagination
+	]
+	state = SerializedDOMState(_root=None, selector_map=elements)
+	offload_state.remember_pagination(state.selector_map, pagination)
+	timing = {
+		'walk_ms': (read - started) * 1000,
+		**built.timing,
+		'build_total_ms': (built_at - read) * 1000,
+		'ids_ms': (time.perf_counter() - built_at) * 1000,
+		'get_serialized_dom_tree_total_ms': (time.perf_counter() - started) * 1000,
+	}
+	last_timing.clear()
+	last_timing.update(timing)
+	return state, None, timing
+
+
+async def _backend_ids(call: Any, holder: str, stand_ins: list[int]) -> dict[int, int]:
+	"""The backend node ids of the walked nodes ``stand_ins`` name, in one call."""
+	from browser_use_mcp.patches.dom_capture import DEEP_NODES
+
+	if not stand_ins:
+		return {}
+	rows = [index - OFFSET for index in stand_ins]
+	answer = await call(
+		'Runtime.callFunctionOn',
+		{
+			'objectId': holder,
+			'functionDeclaration': 'function (rows) { return rows.map((i) => this.nodes[i]); }',
+			'arguments': [{'value': rows}],
+			'serializationOptions': DEEP_NODES,
+		},
+	)
+	failed = _exception(answer)
+	if failed is not None:
+		raise _Fallback(f'the ids could not be read: {failed}')
+	items = ((answer.get('result') or {}).get('deepSerializedValue') or {}).get('value') or []
+	ids = [item.get('value', {}).get('backendNodeId') if isinstance(item, dict) else None for item in items]
+	if len(ids) != len(rows) or not all(isinstance(i, int) for i in ids):
+		raise _Fallback('a listed node came back without its backend id')
+	return dict(zip(stand_ins, ids, strict=True))
+
+
+def _renumber(node: Any, backend_id: int) -> None:
+	node.backend_node_id = backend_id
+	for child in node.children_nodes or []:  # the detached text child offload_state made
+		child.backend_node_id = backend_id
+		child.node_id = -backend_id
+
+
+async def _owned_frames(call: Any, frames: list[Any]) -> None:
+	answers = await asyncio.gather(
+		*(call('DOM.describeNode', {'backendNodeId': node.backend_node_id, 'depth': 0}) for node in frames),
+		return_exceptions=True,
+	)
+	for node, answer in zip(frames, answers, strict=True):
+		found = answer.get('node', {}).get('frameId') if isinstance(answer, dict) else None
+		node.frame_id = found
+
+
+async def _release(call: Any, group: str) -> None:
+	try:
+		await call('Runtime.releaseObjectGroup', {'objectGroup': group})
+	except Exception:  # the page is gone, and the group with it
+		pass
+
+
+def _apply() -> None:
+	global _enabled
+	from browser_use_mcp.patches import offload_state
+
+	offload_state.walked_route = walked_state
+	_enabled = True
+
+
+def _revert() -> None:
+	global _enabled
+	from browser_use_mcp.patches import offload_state
+
+	offload_state.walked_route = None
+	_enabled = False
+	fallbacks.clear()
+
+
+PATCH = Patch(
+	name='in_page_state',
+	title='page state read in the page',
+	changes='for browser_get_state and include_state (with ``offload_state``), the page is read by one walk in the page '
+	"instead of Chromium's snapshot, DOM and accessibility trees; browser-use's own serializer lists its elements "
+	'(accessibility nodes derived from the DOM, no paint-order filter) and the listed ones get their backend ids.',
+	why='reading and decoding the three trees was as long as the whole state on real pages (stdtypes: 1.4 s + 0.7 s); '
+	'a walk reading the same inputs takes a fraction of it, and the state it gives is the same text.',
+	package='browser-use',
+	versions=(BROWSER_USE_VERSION,),
+	sources={
+		'browser_use.dom.serializer.serializer:DOMTreeSerializer.serialize_accessible_elements': '9c3e2d369e26ce91',
+		'browser_use.dom.views:EnhancedDOMTreeNode': '489001e674180251',
+		'browser_use.dom.serializer.serializer:DOMTreeSerializer.__init__': '36ebac6c03c08cc6',
+		f'{_SERVICE}.is_element_visible_according_to_all_parents': '101f3aee87154477',
+		f'{_SERVICE}.get_dom_tree': 'da6b8cbcab93f199',  # what the tree built from the walk copies
+		f'{_SERVICE}.detect_pagination_buttons': 'eb88258463d61e07',
+	},
+	replaces=(),
+	switch='in_page_state',
+	when_refused="the three trees are read for every state (offload_state's path): about twice as long on real pages",
+	apply=_apply,
+	revert=_revert,
+	logger=logger.name,
+	refused_message='page states read from the three trees',
+)

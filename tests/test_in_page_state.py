@@ -1,0 +1,189 @@
+"""browser_get_state read by one walk in the page says what the three CDP trees say.
+
+The in-page route (``browser_use_mcp.patches.in_page_state``) is the default; ``offload_state``'s
+three trees are its fallback and its reference. Each test asks the same session for its state both
+ways, at the same moment, through the catalogue (the page-state worker, the ids, the answer's JSON),
+and requires the same element list, element for element: index, tag, text, href, placeholder and
+form state. And that the walk was the route taken, or the fallback when it must be."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.pages import ACTION_PAGES
+
+CROSS_ORIGIN = '<button id=mine>Mine</button><iframe src="{other}/framed" width=300 height=100></iframe>'
+HOSTILE = """<button id=a>First</button><a href="/x">Link</a>
+<script>JSON.stringify = () => { throw new Error('this page broke JSON.stringify'); };</script>"""
+SCALED = '<button>One</button><input placeholder=name value=typed><a href="/far" style="margin-top:1500px;display:block">Far</a>'
+
+
+@pytest.fixture(scope='module')
+def action_pages() -> Iterator[str]:
+	from harness.servers import html_pages
+
+	with html_pages(ACTION_PAGES) as url:
+		yield url
+
+
+@pytest.fixture
+async def catalog(tmp_path: Path) -> AsyncIterator[Any]:
+	from browser_use_mcp.catalog import Catalog
+	from tests.fixtures import in_process_registry
+
+	async with in_process_registry(tmp_path / 'state', 'context', idle_timeout=600) as registry:
+		yield Catalog(registry)
+
+
+async def call(catalog: Any, tool: str, **arguments: Any) -> str:
+	from browser_use_mcp.tools.base import Call
+
+	return (await catalog.call(tool, arguments, Call())).text
+
+
+async def both_ways(catalog: Any, session_id: str = 'walk') -> tuple[list[Any], list[Any], dict[str, int]]:
+	"""The state's elements by the walk and by the three trees, and why the walk fell back, if it did.
+	The trees are read before the walk and after it, and must say the same: a walk must leave the
+	page as it found it (laying out what Chromium skips, a closed <details>, would change what the
+	snapshot sees from then on)."""
+	from browser_use_mcp.patches import in_page_state, offload_state
+
+	route = offload_state.walked_route
+	assert route is not None, 'the in-page route is the default'
+
+	async def by_trees() -> list[Any]:
+		offload_state.walked_route = None
+		try:
+			return json.loads(await call(catalog, 'browser_get_state', session_id=session_id))['interactive_elements']
+		finally:
+			offload_state.walked_route = route
+
+	before = await by_trees()
+	in_page_state.fallbacks.clear()
+	in_page_state.last_timing.clear()
+	walked = json.loads(await call(catalog, 'browser_get_state', session_id=session_id))['interactive_elements']
+	fell_back = dict(in_page_state.fallbacks)
+	if not fell_back:
+		assert in_page_state.last_timing.get('ids_ms') is not None, 'the state came from a walk'
+	assert await by_trees() == before, 'the walk changed what the trees see'
+	return walked, before, fell_back
+
+
+@pytest.mark.parametrize(
+	'path', ['/', '/form', '/rich', '/epoch-frame', '/select', '/dates', '/upload', '/listbox', '/scroll', '/drag']
+)
+async def test_the_walk_lists_what_the_trees_list(catalog: Any, site: str, action_pages: str, path: str) -> None:
+	"""Pages with a same-origin frame, an open shadow root, listeners, hidden and disabled elements,
+	selects, date fields, a file input, a listbox, scrollers and draggables."""
+	url = f'{action_pages if path in ACTION_PAGES else site}{path}'
+	await call(catalog, 'browser_navigate', session_id='walk', url=url)
+	walked, trees, fell_back = await both_ways(catalog)
+	assert fell_back == {}
+	assert walked == trees
+	assert len(trees) >= 1 or path == '/wait'
+
+
+async def test_a_scrolled_page_sees_the_same_band(catalog: Any, site: str) -> None:
+	"""Scrolled down, browser-use sees the viewport +- 1000 px around where the page now is."""
+	await call(catalog, 'browser_navigate', session_id='walk', url=f'{site}/long')
+	await call(catalog, 'browser_evaluate', session_id='walk', expression='window.scrollTo(0, 2500); window.scrollY')
+	walked, trees, fell_back = await both_ways(catalog)
+	assert fell_back == {} and walked == trees
+
+
+async def test_a_scaled_session_lists_the_same(catalog: Any) -> None:
+	"""A session at device scale factor 2: the walk's CSS pixels are what browser-use makes of the
+	snapshot's device pixels."""
+	from harness.servers import html_pages
+
+	await call(catalog, 'browser_create_session', session_id='scaled', device_scale_factor=2)
+	with html_pages({'/scaled': SCALED}) as url:
+		await call(catalog, 'browser_navigate', session_id='scaled', url=f'{url}/scaled')
+		walked, trees, fell_back = await both_ways(catalog, 'scaled')
+	assert fell_back == {} and walked == trees
+	assert [e['tag'] for e in walked] == ['button', 'input', 'a']
+
+
+async def test_a_cross_origin_frame_sends_the_state_to_the_trees(catalog: Any) -> None:
+	"""A frame of another origin (another port of 127.0.0.1: same site, in the page's process) is in
+	Chromium's trees but not the page's to read: the trees are read instead, and the answer is theirs."""
+	from harness.servers import html_pages
+
+	with html_pages({'/framed': '<button id=theirs>Theirs</button>'}) as other:
+		with html_pages({'/host': CROSS_ORIGIN.format(other=other)}) as url:
+			await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/host')
+			walked, trees, fell_back = await both_ways(catalog)
+	assert list(fell_back) == ['a frame whose document the page cannot read (cross-origin)']
+	assert walked == trees and any(e['text'] == 'Mine' for e in walked)
+
+
+async def test_a_page_that_breaks_a_builtin_gets_the_trees_state(catalog: Any) -> None:
+	"""The walk runs in the page's world: a page that broke what it uses gets the trees' state, not an error."""
+	from harness.servers import html_pages
+
+	with html_pages({'/hostile': HOSTILE}) as url:
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/hostile')
+		walked, trees, fell_back = await both_ways(catalog)
+	assert len(fell_back) == 1 and next(iter(fell_back)).startswith('the walk failed')
+	assert walked == trees and [e['tag'] for e in walked] == ['button', 'a']
+
+
+async def test_indices_from_the_walk_act_and_go_stale(catalog: Any, site: str) -> None:
+	"""A walked state's indices are backend node ids: a click by one acts on that element, and after a
+	navigation the index is refused as stale, as with the trees."""
+	from browser_use_mcp.errors import StaleElement
+
+	await call(catalog, 'browser_navigate', session_id='walk', url=f'{site}/epoch')
+	state = json.loads(await call(catalog, 'browser_get_state', session_id='walk'))
+	button = next(e for e in state['interactive_elements'] if e['tag'] == 'button')
+	assert 'Clicked' in await call(catalog, 'browser_click', session_id='walk', index=button['index'])
+	await call(catalog, 'browser_navigate', session_id='walk', url=f'{site}/form')
+	with pytest.raises(StaleElement, match='stale'):
+		await call(catalog, 'browser_click', session_id='walk', index=button['index'])
+
+
+async def serialized_text(state: Any, walked: bool) -> str:
+	"""browser-use's own text representation of the page (``llm_representation``), its tree built from
+	a walk (with the real backend ids as indices) or from the three trees."""
+	import re
+
+	from browser_use.dom.serializer.serializer import DOMTreeSerializer
+	from browser_use.dom.service import DomService
+
+	from browser_use_mcp.patches import in_page_state
+
+	service = DomService(browser_session=state.browser_session)
+	target = state.browser_session.agent_focus_target_id
+	if not walked:
+		root, _ = await service.get_dom_tree(target_id=target)
+		serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=True).serialize_accessible_elements()
+		return serialized.llm_representation()
+	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
+	send = in_page_state._caller(service, cdp)
+	holder = (await send('Runtime.evaluate', {'expression': in_page_state.walk_script(1000), 'includeCommandLineAPI': True}))[
+		'result'
+	]['objectId']
+	text = await send(
+		'Runtime.callFunctionOn',
+		{'objectId': holder, 'functionDeclaration': 'function () { return this.text; }', 'returnByValue': True},
+	)
+	root = in_page_state.tree(json.loads(text['result']['value']), target, cdp.session_id, 1000)
+	serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=False).serialize_accessible_elements()
+	real = await in_page_state._backend_ids(send, holder, list(serialized.selector_map))
+	return re.sub(r'\[(\d{10})\]', lambda m: f'[{real.get(int(m.group(1)), m.group(1))}]', serialized.llm_representation())
+
+
+@pytest.mark.parametrize('path', ['/rich', '/epoch-frame', '/select', '/dates', '/upload', '/listbox', '/scroll'])
+async def test_the_walked_tree_serializes_to_browser_use_text(catalog: Any, site: str, action_pages: str, path: str) -> None:
+	"""Stronger than the element lists: browser-use's whole text representation of the tree built from
+	the walk (its shadow roots, the accessibility data its lines show) is the one of the three trees,
+	character for character."""
+	url = f'{action_pages if path in ACTION_PAGES else site}{path}'
+	await call(catalog, 'browser_navigate', session_id='walk', url=url)
+	(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+	assert await serialized_text(state, True) == await serialized_text(state, False)
