@@ -147,10 +147,12 @@ WALK = r"""
     // and which the snapshot (so browser-use) does not see
     const seen = node.checkVisibility === undefined || node.checkVisibility();
     if (!seen) unseen.add(node);
+    const tag = node.localName;
     const laidOut = seen && node.getClientRects().length > 0;
     if (laidOut) {
       const b = node.getBoundingClientRect();
-      const overflows = node.scrollWidth > node.clientWidth || node.scrollHeight > node.clientHeight;
+      const cw = node.clientWidth, ch = node.clientHeight, sw = node.scrollWidth, sh = node.scrollHeight;
+      const overflows = sw > cw || sh > ch;
       const band = bands.get(win);
       const inBand = b.bottom + band.shift >= -BAND && b.top + band.shift <= band.bottom;
       parentBox.set(node, inBand || overflows ? null : b);  // null: its texts get their own boxes
@@ -158,15 +160,16 @@ WALK = r"""
       // overflows) and the cursor (of visible elements): elsewhere they change nothing
       const cs = inBand || overflows ? win.getComputedStyle(node) : null;
       const styles = cs ? STYLES.map((name) => s(cs.getPropertyValue(name))) : null;
-      const scrolls = cs !== null && ((SCROLLS.has(cs.overflowX) && node.scrollWidth > node.clientWidth) ||
-        (SCROLLS.has(cs.overflowY) && node.scrollHeight > node.clientHeight));
+      const scrolls = cs !== null && ((SCROLLS.has(cs.overflowX) && sw > cw) || (SCROLLS.has(cs.overflowY) && sh > ch));
+      // client and scroll rects: browser-use reads them to tell a scroller (content overflowing), and of
+      // a document's HTML element and a frame; elsewhere they change nothing, and each read costs
+      const rects = overflows || tag === 'html' || tag === 'iframe' || tag === 'frame';
       row.push(1, b.x + win.scrollX, b.y + win.scrollY, b.width, b.height, styles,
-        [node.clientLeft, node.clientTop, node.clientWidth, node.clientHeight],
-        [node.scrollLeft, node.scrollTop, node.scrollWidth, node.scrollHeight], scrolls ? 1 : 0);
+        rects ? [node.clientLeft, node.clientTop, cw, ch] : null,
+        rects ? [node.scrollLeft, node.scrollTop, sw, sh] : null, scrolls ? 1 : 0);
     } else {
       row.push(0);
     }
-    const tag = node.localName;
     row.push(tag === 'input' || tag === 'textarea' ? s(node.value) : -1, tag === 'input' && node.checked ? 1 : 0);
     if (listen) {
       try {
@@ -434,8 +437,8 @@ def tree(walked: dict[str, Any], target_id: str, session_id: str | None, thresho
 					is_clickable=None,
 					cursor_style=styles.get('cursor') if styles else None,
 					bounds=DOMRect(row[5], row[6], row[7], row[8]),
-					clientRects=DOMRect(*row[10]),
-					scrollRects=DOMRect(*row[11]),
+					clientRects=DOMRect(*row[10]) if row[10] else None,
+					scrollRects=DOMRect(*row[11]) if row[11] else None,
 					computed_styles=styles,
 					paint_order=None,
 					stacking_contexts=None,
@@ -537,7 +540,10 @@ def _finish(root: Any, threshold: int | None) -> None:
 		if node.content_document is not None:
 			stack.append((node.content_document, frames, offset))
 		node.is_visible = DomService.is_element_visible_according_to_all_parents(node, frames, threshold)
-		if node.node_type == NodeType.ELEMENT_NODE:
+		# the serializer reads an element's accessibility node to list it, and lists only visible
+		# elements, scrollers and file inputs: ~40 % of a long page's elements are neither (each
+		# derived node costs ~4 us)
+		if node.node_type == NodeType.ELEMENT_NODE and (node.is_visible or node.is_scrollable or node.node_name == 'INPUT'):
 			node.ax_node = derived_ax(node)
 
 
