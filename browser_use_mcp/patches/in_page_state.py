@@ -581,52 +581,19 @@ def build_walked(job: WalkJob) -> Any:
 	``offload_state.Built`` whose indices are ``OFFSET`` + the walked row."""
 	from browser_use_mcp.patches import offload_state
 
-	garbage: list[Any] = []
-	try:
-		with offload_state._no_cyclic_collector():
-			return _build_walked(job, garbage)
-	finally:
-		if offload_state._in_worker and garbage:
-			offload_state._trash.put(list(garbage))
-		garbage.clear()
+	return offload_state.collected(_build_walked, job)
 
 
 def _build_walked(job: WalkJob, garbage: list[Any]) -> Any:
-	from browser_use.dom.serializer.serializer import DOMTreeSerializer
-	from browser_use.dom.service import DomService
-	from browser_use.dom.views import NodeType
-
 	from browser_use_mcp.patches import offload_state
 
 	started, cpu = time.perf_counter(), time.thread_time()
 	answer = offload_state._answer(job.text)
 	walked = json.loads(answer['result']['value']) if isinstance(answer, dict) and 'result' in answer else answer
 	decoded = time.perf_counter()
-	root = tree(walked, job.target_id, job.cdp_session_id, job.threshold)
 	garbage.append(walked)
-	garbage.append(root)
-	built = time.perf_counter()
-	try:
-		state, _ = DOMTreeSerializer(
-			root, None, paint_order_filtering=False, session_id=job.browser_session_id
-		).serialize_accessible_elements()
-		garbage.append(state)
-		pagination = DomService.detect_pagination_buttons(state.selector_map)
-		serialized = time.perf_counter()
-		elements = {index: offload_state._detached(node, NodeType.TEXT_NODE) for index, node in state.selector_map.items()}
-	finally:
-		offload_state._unlink(root)
-	return offload_state.Built(
-		elements,
-		pagination,
-		{
-			'decode_ms': (decoded - started) * 1000,
-			'tree_ms': (built - decoded) * 1000,
-			'serialize_ms': (serialized - built) * 1000,
-			'detach_ms': (time.perf_counter() - serialized) * 1000,
-			'build_cpu_ms': (time.thread_time() - cpu) * 1000,
-		},
-	)
+	root = tree(walked, job.target_id, job.cdp_session_id, job.threshold)
+	return offload_state.serialized(root, False, job.browser_session_id, garbage, (started, decoded, cpu))
 
 
 # -- the main side -------------------------------------------------------------------------------

@@ -389,10 +389,16 @@ def _cyclic_collector() -> Iterator[None]:
 
 def build(job: Job) -> Built:
 	"""browser-use's own tree build and serializer on trees read elsewhere (runs in the worker)."""
+	return collected(_build, job, job.collector_off)
+
+
+def collected(make: Any, job: Any, collector_off: bool = True) -> Built:
+	"""``make(job, garbage)``, without the cyclic collector (``collector_off``); what it leaves in
+	``garbage`` is freed after the answer is on its way (in the worker), or at once."""
 	garbage: list[Any] = []
 	try:
-		with _no_cyclic_collector() if job.collector_off else _cyclic_collector():
-			return _build(job, garbage)
+		with _no_cyclic_collector() if collector_off else _cyclic_collector():
+			return make(job, garbage)
 	finally:
 		if _in_worker and garbage:  # freeing ~700,000 objects takes ~0.1-0.2 s: after the answer is sent
 			_trash.put(list(garbage))
@@ -418,9 +424,7 @@ def _free_trash() -> None:
 
 
 def _build(job: Job, garbage: list[Any]) -> Built:
-	from browser_use.dom.serializer.serializer import DOMTreeSerializer
-	from browser_use.dom.service import DomService
-	from browser_use.dom.views import NodeType, TargetAllTrees
+	from browser_use.dom.views import TargetAllTrees
 
 	started, cpu = time.perf_counter(), time.thread_time()
 	snapshot = _answer(job.snapshot)
@@ -447,11 +451,26 @@ def _build(job: Job, garbage: list[Any]) -> Built:
 		return Built({}, [], {}, needs_browser=True)
 	finally:
 		service._trees = None
+	return serialized(
+		root, job.settings.get('paint_order_filtering', True), job.browser_session_id, garbage, (started, decoded, cpu)
+	)
+
+
+def serialized(
+	root: Any, paint_order: bool, browser_session_id: str, garbage: list[Any], marks: tuple[float, float, float]
+) -> Built:
+	"""browser-use's serializer on a built tree: its selector map detached, its pagination buttons, and
+	the build's timing (``marks``: when the build started and its answers were decoded, its CPU time then)."""
+	from browser_use.dom.serializer.serializer import DOMTreeSerializer
+	from browser_use.dom.service import DomService
+	from browser_use.dom.views import NodeType
+
+	started, decoded, cpu = marks
 	built = time.perf_counter()
 	garbage.append(root)
 	try:
 		state, _ = DOMTreeSerializer(
-			root, None, paint_order_filtering=job.settings.get('paint_order_filtering', True), session_id=job.browser_session_id
+			root, None, paint_order_filtering=paint_order, session_id=browser_session_id
 		).serialize_accessible_elements()
 		garbage.append(state)
 		pagination = DomService.detect_pagination_buttons(state.selector_map)
