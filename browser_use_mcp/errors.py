@@ -7,6 +7,8 @@ next, because the reader is usually an LLM deciding its next call.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ToolError(Exception):
 	"""A failure the caller can act on. The message is shown to the client verbatim."""
@@ -78,3 +80,13 @@ class ActionTimedOut(BrowserActionFailed):
 
 class LLMNotConfigured(ToolError):
 	"""The tool needs an LLM and the server has no usable key or provider."""
+
+
+def script_error(result: Any, default: str) -> str | None:
+	"""What a CDP evaluation's answer (``Runtime.evaluate``, ``Runtime.callFunctionOn``) says went wrong
+	in the page: the exception's description, else the details' text, else ``default``; None when the
+	script ran."""
+	details = result.get('exceptionDetails') if isinstance(result, dict) else None
+	if not details:
+		return None
+	return str((details.get('exception') or {}).get('description') or details.get('text') or default)

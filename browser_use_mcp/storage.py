@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
-from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
+from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument, script_error
 from browser_use_mcp.files import write_whole
 
 if TYPE_CHECKING:
@@ -364,9 +364,8 @@ async def _seed_origin(connection: Any, session: str, origin: OriginState) -> No
 		except CdpError:  # between documents: no context to run in yet
 			await asyncio.sleep(0.05)
 			continue
-		if 'exceptionDetails' in result:
-			details = result['exceptionDetails']
-			text = (details.get('exception') or {}).get('description') or details.get('text') or 'a script error'
+		text = script_error(result, 'a script error')
+		if text is not None:
 			raise BrowserActionFailed(f'Could not set the localStorage of {origin.origin}: {text.splitlines()[0][:300]}.')
 		if result.get('result', {}).get('value') == origin.origin:
 			return

@@ -155,7 +155,7 @@ async def serialized_text(state: Any, walked: bool) -> str:
 	from browser_use.dom.serializer.serializer import DOMTreeSerializer
 	from browser_use.dom.service import DomService
 
-	from browser_use_mcp.patches import in_page_state
+	from browser_use_mcp.patches import in_page_state, offload_state
 
 	service = DomService(browser_session=state.browser_session)
 	target = state.browser_session.agent_focus_target_id
@@ -164,7 +164,7 @@ async def serialized_text(state: Any, walked: bool) -> str:
 		serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=True).serialize_accessible_elements()
 		return serialized.llm_representation()
 	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
-	send = in_page_state._caller(service, cdp)
+	send = offload_state.page_caller(state.browser_session, cdp)
 	holder = (await send('Runtime.evaluate', {'expression': in_page_state.walk_script(1000), 'includeCommandLineAPI': True}))[
 		'result'
 	]['objectId']

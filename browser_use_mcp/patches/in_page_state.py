@@ -45,13 +45,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import json
 import logging
 import time
 from typing import Any
 
-from browser_use_mcp.patches import Patch, Saved
+from browser_use_mcp.errors import script_error
+from browser_use_mcp.patches import Patch
 
 logger = logging.getLogger(__name__)
 
@@ -61,11 +63,9 @@ OFFSET = 1_000_000_000  # the worker's stand-in index for walked row i; the real
 GROUP = 'browser-use-mcp-page-walk'  # the inspector object group holding a walk until its ids are read
 WAIT = 10.0  # s for the walk and the ids (browser-use's first wait for its trees)
 
-_enabled = False
-_saved = Saved()
 _groups = itertools.count(1)
 _releasing: set[asyncio.Future[None]] = set()
-fallbacks: dict[str, int] = {}  # why the trees were read instead, and how often (for tests and doctor)
+fallbacks: dict[str, int] = {}  # why the trees were read instead, and how often (for tests and benchmarks)
 last_timing: dict[str, float] = {}  # the last walked state's steps, ms (for benchmarks)
 
 
@@ -547,8 +547,10 @@ def _finish(root: Any, threshold: int | None) -> None:
 			node.ax_node = derived_ax(node)
 
 
+@functools.lru_cache(maxsize=8)
 def walk_script(threshold: int | None) -> str:
-	"""The walk, for browser-use's viewport threshold (None: no band, every box and style read)."""
+	"""The walk, for browser-use's viewport threshold (None: no band, every box and style read); made
+	once per threshold."""
 	from browser_use.dom import service as module
 
 	from browser_use_mcp.patches.dom_capture import CLICK_EVENTS, HEAVY_PAGE
@@ -603,39 +605,9 @@ class _Fallback(Exception):
 	"""The trees are read instead (the message says why)."""
 
 
-def _caller(service: Any, cdp_session: Any) -> Any:
-	"""``call(method, params, raw=False)`` on the page's CDP session: straight onto our browser's pipe
-	when it is one of ours (never relayed through the CDP endpoint), else through cdp-use. With
-	``raw``, a large answer comes back undecoded (``offload_state.RawAnswer``)."""
-	from browser_use_mcp.patches import offload_state
-	from browser_use_mcp.providers.cdp_proxy import pipe_behind
-
-	client, session_id = cdp_session.cdp_client, cdp_session.session_id
-	pipe = pipe_behind(service.browser_session.cdp_url) if session_id else None
-
-	async def call(method: str, params: dict[str, Any], raw: bool = False) -> Any:
-		if pipe is None:
-			if raw:
-				return await offload_state.send_undecoded(client, method, params, session_id)
-			return await client.send_raw(method, params, session_id=session_id)
-		answer = await pipe.send_undecoded(next(offload_state._ids), method, params, session_id)
-		if raw and len(answer) >= offload_state.RAW_MIN and answer.find(b'"result":', 6, 40) > 0:
-			return offload_state.RawAnswer(answer)
-		decoded = json.loads(answer)
-		if 'error' in decoded:
-			error = decoded['error']
-			raise RuntimeError(f'{method}: {error.get("message", "CDP error")} ({error.get("code")})')
-		return decoded['result']
-
-	return call
-
-
-def _exception(answer: dict[str, Any]) -> str | None:
-	details = answer.get('exceptionDetails') if isinstance(answer, dict) else None
-	if not details:
-		return None
-	exception = details.get('exception') or {}
-	return str(exception.get('description') or details.get('text') or 'an exception')[:200]
+def _exception(answer: Any) -> str | None:
+	found = script_error(answer, 'an exception')
+	return None if found is None else found[:200]
 
 
 async def walked_state(service: Any) -> Any:
@@ -660,7 +632,7 @@ async def _walked_state(service: Any) -> Any:
 	session = service.browser_session
 	target_id = session.agent_focus_target_id
 	cdp_session = await session.get_or_create_cdp_session(target_id=target_id, focus=False)
-	call = _caller(service, cdp_session)
+	call = offload_state.page_caller(session, cdp_session)
 	group = f'{GROUP}-{next(_groups)}'
 	try:
 		walked = await call(
@@ -787,19 +759,15 @@ async def _release(call: Any, group: str) -> None:
 
 
 def _apply() -> None:
-	global _enabled
 	from browser_use_mcp.patches import offload_state
 
 	offload_state.walked_route = walked_state
-	_enabled = True
 
 
 def _revert() -> None:
-	global _enabled
 	from browser_use_mcp.patches import offload_state
 
 	offload_state.walked_route = None
-	_enabled = False
 	fallbacks.clear()
 
 

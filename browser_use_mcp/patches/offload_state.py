@@ -642,29 +642,45 @@ class _Trees:
 		return any(isinstance(a, RawAnswer) for a in (self.snapshot, self.dom_tree, *self.ax_trees))
 
 
+def page_caller(browser_session: Any, cdp_session: Any, direct: bool = True) -> Any:
+	"""``call(method, params, raw=False)`` on a page's CDP session: straight onto our browser's pipe
+	when it is one of ours and ``direct`` (never relayed through the CDP endpoint to cdp-use), else
+	through cdp-use. With ``raw``, a large answer comes back undecoded (``RawAnswer``); an error is
+	raised as cdp-use says it."""
+	from browser_use_mcp.providers.cdp_proxy import pipe_behind
+
+	client, session_id = cdp_session.cdp_client, cdp_session.session_id
+	pipe = pipe_behind(browser_session.cdp_url) if session_id and direct else None
+
+	async def call(method: str, params: dict[str, Any], raw: bool = False) -> Any:
+		if pipe is None:
+			if raw:
+				return await send_undecoded(client, method, params, session_id)
+			return await client.send_raw(method, params, session_id=session_id)
+		answer = await pipe.send_undecoded(next(_ids), method, params, session_id)
+		if answer.find(b'"result":', 6, 40) < 0:  # an error (small)
+			error = json.loads(answer).get('error') or {}
+			raise RuntimeError(f'{method}: {error.get("message", "CDP error")} ({error.get("code")})')
+		if raw and len(answer) >= RAW_MIN:
+			return RawAnswer(answer)
+		return json.loads(answer)['result']
+
+	return call
+
+
 async def read_trees(service: Any, target_id: str) -> _Trees:
 	"""The requests of ``dom_capture.read_all_trees``, the three large answers left undecoded."""
 	from browser_use.dom import service as module
 
 	from browser_use_mcp.patches.dom_capture import click_listener_ids, listener_script, snapshot_request
-	from browser_use_mcp.providers.cdp_proxy import pipe_behind
 
 	cdp_session = await service.browser_session.get_or_create_cdp_session(target_id=target_id, focus=False)
 	client, session_id = cdp_session.cdp_client, cdp_session.session_id
-	pipe = pipe_behind(service.browser_session.cdp_url) if session_id and FAST else None
+	call = page_caller(service.browser_session, cdp_session, direct=FAST)
 
 	async def large(method: str, params: dict[str, Any]) -> Any:
-		"""One of the large answers, undecoded: straight from the browser's pipe when it is one of
-		ours (never relayed through the CDP endpoint to cdp-use), else through cdp-use."""
-		if pipe is None:
-			return await send_undecoded(client, method, params, session_id)
-		raw = await pipe.send_undecoded(next(_ids), method, params, session_id)
-		if raw.find(b'"result":', 6, 40) < 0:  # an error (small): said as cdp-use says it
-			error = json.loads(raw).get('error') or {}
-			raise RuntimeError(f'{method}: {error.get("message", "CDP error")} ({error.get("code")})')
-		if len(raw) < RAW_MIN:  # a small page's: decoded here, as cdp-use would (the build stays in process)
-			return json.loads(raw)['result']
-		return RawAnswer(raw)
+		"""One of the large answers, undecoded (a small page's decoded: its build stays in process)."""
+		return await call(method, params, raw=True)
 
 	script = listener_script(module._MAX_JS_CLICK_LISTENER_ELEMENTS, module._JS_CLICK_LISTENER_OVERFLOW)
 	listeners = asyncio.ensure_future(click_listener_ids(client, session_id, script, module._DESCRIBE_NODE_BATCH_SIZE))

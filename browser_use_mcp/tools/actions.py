@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
-from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument
+from browser_use_mcp.errors import BrowserActionFailed, InvalidArgument, script_error
 from browser_use_mcp.files import write_whole
 from browser_use_mcp.patches import internals
 from browser_use_mcp.sessions import SessionState
@@ -53,9 +53,8 @@ async def call_on(state: SessionState, node: Any, function: str, *args: Any) -> 
 	finally:
 		with contextlib.suppress(Exception):
 			await send.Runtime.releaseObject(params={'objectId': object_id}, session_id=session_id)
-	details = result.get('exceptionDetails')
-	if details:
-		message = (details.get('exception') or {}).get('description') or details.get('text') or 'JavaScript exception'
+	message = script_error(result, 'JavaScript exception')
+	if message is not None:
 		raise BrowserActionFailed(f'The page refused the action: {message.splitlines()[0][:300]}')
 	return result.get('result', {}).get('value')
 

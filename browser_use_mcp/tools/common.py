@@ -22,6 +22,7 @@ from browser_use_mcp.errors import (
 	InvalidArgument,
 	StaleElement,
 	TabNotFound,
+	script_error,
 )
 from browser_use_mcp.patches import direct_state, early_page_info, internals, offload_state
 from browser_use_mcp.tools.base import Image, Reply, as_json
@@ -139,12 +140,27 @@ async def stop_loading(state: SessionState) -> str | None:
 	try:
 		cdp = await asyncio.wait_for(cdp_page(state), STOP_BOUND)
 		await asyncio.wait_for(cdp.cdp_client.send.Page.stopLoading(session_id=cdp.session_id), STOP_BOUND)
-		info = await asyncio.wait_for(cdp.cdp_client.send.Target.getTargetInfo(params={'targetId': cdp.target_id}), STOP_BOUND)
 	except (Exception, TimeoutError) as exc:
 		logger.info('could not stop a navigation that timed out: %s', _first_line(exc))
 		return None
+	return await shown_url(state, STOP_BOUND) or None
+
+
+async def shown_url(state: SessionState, bound: float = 2.0) -> str | None:
+	"""The URL the focused tab shows, as the browser process knows it (the page itself need not answer):
+	'' when no page is committed in it, which is what a navigation away from a page stuck in a script
+	leaves (found by fuzzing: browser-use's navigation returned as if it had happened); None when the
+	browser cannot be asked within ``bound`` s."""
+	session = state.browser_session
+	target = session.agent_focus_target_id
+	if not target:
+		return None
+	try:
+		info = await asyncio.wait_for(session.cdp_client.send.Target.getTargetInfo(params={'targetId': target}), bound)
+	except (Exception, TimeoutError):
+		return None
 	url = info.get('targetInfo', {}).get('url')
-	return url if isinstance(url, str) and url else None
+	return url if isinstance(url, str) else None
 
 
 @dataclass(frozen=True)
@@ -532,10 +548,8 @@ async def evaluate(state: SessionState, expression: str, *, await_promise: bool 
 			f'The expression did not finish within {timeout:.0f} s and was stopped. Avoid long-running loops or '
 			'unresolved promises.'
 		) from None
-	details = result.get('exceptionDetails')
-	if details:
-		exc = details.get('exception') or {}
-		message = exc.get('description') or details.get('text') or 'JavaScript exception'
+	message = script_error(result, 'JavaScript exception')
+	if message is not None:
 		raise BrowserActionFailed(f'JavaScript error: {message.splitlines()[0][:500]}')
 	value = result.get('result', {})
 	if value.get('type') == 'undefined':

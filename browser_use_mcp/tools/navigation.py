@@ -26,6 +26,7 @@ from browser_use_mcp.tools.common import (
 	element,
 	open_url,
 	saved_download,
+	shown_url,
 )
 
 logger = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 					'what the tab shows.'
 				) from exc
 			return await downloaded(state, args.url, downloads)
-	if not args.new_tab and not downloads.started and await _shown_url(state) == '':
+	if not args.new_tab and not downloads.started and await shown_url(state) == '':
 		raise BrowserActionFailed(
 			f'Navigation to {args.url[:200]} did not happen: the tab is stuck on its page, which does not respond (a '
 			'script that never ends), so no new page could replace it. Close that tab with browser_close_tab, or '
@@ -117,23 +118,6 @@ async def browser_navigate(state: SessionState, args: NavigateArgs, call: Call) 
 	if blocked:
 		raise BrowserActionFailed(blocked)
 	return f'Opened new tab with URL: {args.url}' if args.new_tab else f'Navigated to: {args.url}'
-
-
-async def _shown_url(state: SessionState) -> str | None:
-	"""The URL the focused tab shows, as the browser process knows it (the page itself need not answer):
-	'' when no page is committed in it, which is what a navigation away from a page stuck in a script
-	leaves (found by fuzzing: browser-use's navigation returned as if it had happened); None when the
-	browser cannot be asked."""
-	session = state.browser_session
-	target = session.agent_focus_target_id
-	if not target:
-		return None
-	try:
-		info = await asyncio.wait_for(session.cdp_client.send.Target.getTargetInfo(params={'targetId': target}), 2.0)
-	except (Exception, TimeoutError):
-		return None
-	url = info.get('targetInfo', {}).get('url')
-	return url if isinstance(url, str) else None
 
 
 DOWNLOAD_START_GRACE = 3.0  # s after an aborted navigation for Chromium to announce the download it became
