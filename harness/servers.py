@@ -137,6 +137,15 @@ def chromium_pids(pids: set[int]) -> set[int]:
 	return out
 
 
+def alive(pid: int) -> bool:
+	"""Whether process ``pid`` exists and is not a zombie. Gone between the two questions (a killed process
+	being reaped by init) counts as gone, not as an error."""
+	try:
+		return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+	except psutil.Error:
+		return False
+
+
 def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.05) -> bool:
 	deadline = time.monotonic() + timeout
 	while time.monotonic() < deadline:

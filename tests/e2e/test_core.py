@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from browser_use_mcp.browser import OWNER_SWITCH, session_digest
-from harness.servers import TEST_CHROMIUM_ARGS, Mcp, autogroup, chromium_pids, wait_until
+from harness.servers import TEST_CHROMIUM_ARGS, Mcp, alive, autogroup, chromium_pids, wait_until
 from tests.fixtures import isolation_modes
 
 isolation = isolation_modes()  # every test here runs with a Chromium per session and with contexts
@@ -243,13 +243,6 @@ async def test_create_session_mints_a_handle_and_states_retention(mcp: Mcp, site
 
 
 # -- closing ----------------------------------------------------------------------------------
-
-
-def alive(pid: int) -> bool:
-	try:
-		return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-	except psutil.Error:
-		return False
 
 
 async def test_close_session_and_close_all_release_every_browser_process(mcp: Mcp, site: str) -> None:

@@ -24,7 +24,16 @@ import pytest
 
 from browser_use_mcp.browser import OWNER_ENV, OWNER_SWITCH, Owner, find_chromium, session_digest
 from browser_use_mcp.processes import is_sidecar
-from harness.servers import BLACKHOLE_PROXY, RawServer, chromium_pids, owned_processes, running_server, server_env, wait_until
+from harness.servers import (
+	BLACKHOLE_PROXY,
+	RawServer,
+	alive,
+	chromium_pids,
+	owned_processes,
+	running_server,
+	server_env,
+	wait_until,
+)
 from tests.fixtures import isolation_modes
 
 # every test here runs with a Chromium per session and with contexts of shared Chromiums
@@ -63,7 +72,7 @@ def srv_dirs(home: Path) -> list[Path]:
 
 
 def gone(pids: set[int]) -> bool:
-	return not any(p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE)
+	return not any(alive(p) for p in pids)
 
 
 async def open_sessions(server: RawServer, site: str, ids: list[str]) -> set[int]:
