@@ -20,6 +20,23 @@ from harness.pages import ACTION_PAGES
 CROSS_ORIGIN = '<button id=mine>Mine</button><iframe src="{other}/framed" width=300 height=100></iframe>'
 HOSTILE = """<button id=a>First</button><a href="/x">Link</a>
 <script>JSON.stringify = () => { throw new Error('this page broke JSON.stringify'); };</script>"""
+# content far below the band browser-use sees (viewport +- 1000 px), nested inside a far section: what
+# browser-use still lists or shows from there (a fixed or absolutely placed button that lands in view,
+# a scroller, a file input, a shadow root, a frame, a select) must stay; plain far content may go
+FAR = """<button id=top>Top</button><div style="height:4000px"></div>
+<section>
+<div><div><p>Far text <a href="/a1">far link</a> <button>far button</button></p><ul><li><a href="/a2">two</a></li></ul></div></div>
+<div><div><div style="position:fixed;top:10px;right:10px"><button id=fixed>Fixed</button></div></div></div>
+<div><div><div style="position:absolute;top:200px;left:300px"><button id=placed>Placed</button></div></div></div>
+<div><div><div style="height:60px;overflow:auto"><p>scroll me</p><p>line</p><p>line</p><p>line</p><p>line</p></div></div></div>
+<div><div><input type=file id=far-file></div></div>
+<div><div><span aria-label="far label" tabindex=0>labelled</span></div></div>
+<div><div id=host></div></div>
+<div><div><iframe srcdoc="<button>in frame</button>" width=200 height=50></iframe></div></div>
+<div><div><select><option>a</option><option>b</option></select> <details><summary>more</summary>hidden</details></div></div>
+<div><div><div><div><span>deep</span> <em>plain</em> text</div></div></div></div>
+</section>
+<script>document.getElementById('host').attachShadow({mode: 'open'}).innerHTML = '<button>shadow far</button><input style="display:none" value=unseen>';</script>"""
 SCALED = '<button>One</button><input placeholder=name value=typed><a href="/far" style="margin-top:1500px;display:block">Far</a>'
 
 
@@ -187,3 +204,43 @@ async def test_the_walked_tree_serializes_to_browser_use_text(catalog: Any, site
 	await call(catalog, 'browser_navigate', session_id='walk', url=url)
 	(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
 	assert await serialized_text(state, True) == await serialized_text(state, False)
+
+
+async def left_out(state: Any) -> int:
+	"""How many far subtrees a walk of the session's page leaves out."""
+	from browser_use_mcp.patches import in_page_state, offload_state
+
+	target = state.browser_session.agent_focus_target_id
+	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
+	send = offload_state.page_caller(state.browser_session, cdp)
+	holder = (await send('Runtime.evaluate', {'expression': in_page_state.walk_script(1000), 'includeCommandLineAPI': True}))[
+		'result'
+	]['objectId']
+	answer = await send(
+		'Runtime.callFunctionOn',
+		{'objectId': holder, 'functionDeclaration': 'function () { return this.left; }', 'returnByValue': True},
+	)
+	return answer['result']['value']
+
+
+@pytest.mark.parametrize('scrolled', [0, 4200])
+async def test_far_content_left_out_changes_nothing(catalog: Any, scrolled: int) -> None:
+	"""The walk leaves out plain subtrees far outside browser-use's band (the work that made long pages
+	slow), and keeps what browser-use lists or shows from there: a fixed or absolutely placed button
+	that lands in view, a scroller, a file input, a shadow root, a frame, a select. The element list
+	and browser-use's whole text are the three trees', at the top and scrolled to the far part."""
+	from harness.servers import html_pages
+
+	with html_pages({'/far': FAR}) as url:
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/far')
+		await call(catalog, 'browser_evaluate', session_id='walk', expression=f'window.scrollTo(0, {scrolled}); window.scrollY')
+		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+		assert await left_out(state) > 0, 'nothing was far enough to leave out'
+		walked, trees, fell_back = await both_ways(catalog)
+		assert fell_back == {} and walked == trees
+		assert await serialized_text(state, True) == await serialized_text(state, False)
+	listed = {e['text'] for e in walked}
+	if scrolled:
+		assert {'Fixed', 'far link', 'far button', 'shadow far', 'in frame'} <= listed, listed
+	else:
+		assert {'Top', 'Fixed', 'Placed'} <= listed and 'far link' not in listed, listed

@@ -100,6 +100,8 @@ WALK = r"""
   const unseen = new Set();  // elements without a box (their texts get none either)
   const parentBox = new Map();  // element -> its box when far outside the band, null when its texts need boxes
   let frames = 0;
+  // rows that keep a far subtree (below): a shadow root, a frame, a scroller, an element near the band
+  let keepers = 0, left = 0;
   const listen = typeof getEventListeners === 'function' && document.querySelectorAll('*').length <= __HEAVY__;
   const listened = [];
   const visitDocument = (doc, parent) => {
@@ -108,14 +110,16 @@ WALK = r"""
     // browser-use's band, as it computes it: the HTML element's client height (the viewport, or in quirks
     // mode the whole document) +- 1000 px, after the HTML element's scroll offset (0 in quirks mode)
     if (root && view) bands.set(view, {shift: view.scrollY - root.scrollTop, bottom: root.clientHeight + BAND});
+    if (parent >= 0) keepers++;
     rows.push([9, parent, frames++]);
     nodes.push(doc);
-    visitChildren(doc, me, doc.defaultView);
+    visitChildren(doc, me, doc.defaultView, 0);
   };
-  const visitChildren = (node, parent, win) => {
-    for (let child = node.firstChild; child; child = child.nextSibling) visit(child, parent, win);
+  // far: 1 for an element far outside the band (or without a box, under one), whose subtree may go
+  const visitChildren = (node, parent, win, far) => {
+    for (let child = node.firstChild; child; child = child.nextSibling) visit(child, parent, win, far);
   };
-  const visit = (node, parent, win) => {
+  const visit = (node, parent, win, parentFar) => {
     if (node.nodeType === 3) {
       const text = node.nodeValue;
       if (BLANK.test(text)) return;  // as DevTools leaves them out: a no-break space is not blank
@@ -139,6 +143,7 @@ WALK = r"""
       return;
     }
     if (node.nodeType !== 1) return;
+    const start = rows.length, strings = table.length, kept = keepers, heard = listened.length;
     const attrs = [];
     for (const a of node.attributes) attrs.push(s(a.name), s(a.value));
     const row = [1, parent, s(node.nodeName), attrs];
@@ -149,12 +154,16 @@ WALK = r"""
     if (!seen) unseen.add(node);
     const tag = node.localName;
     const laidOut = seen && node.getClientRects().length > 0;
+    let far = laidOut ? 0 : parentFar;  // an element without a box is as far as its parent
     if (laidOut) {
       const b = node.getBoundingClientRect();
       const cw = node.clientWidth, ch = node.clientHeight, sw = node.scrollWidth, sh = node.scrollHeight;
       const overflows = sw > cw || sh > ch;
       const band = bands.get(win);
       const inBand = b.bottom + band.shift >= -BAND && b.top + band.shift <= band.bottom;
+      if (b.bottom + band.shift < -BAND - MARGIN || b.top + band.shift > band.bottom + MARGIN) far = 1;
+      else keepers++;
+      if (overflows) keepers++;
       parentBox.set(node, inBand || overflows ? null : b);  // null: its texts get their own boxes
       // browser-use reads styles for visibility (in the band only), scrolling (an element whose content
       // overflows) and the cursor (of visible elements): elsewhere they change nothing
@@ -181,23 +190,39 @@ WALK = r"""
     rows.push(row);
     nodes.push(node);
     if (UA_SHADOW(node, tag)) {  // Chromium's user-agent shadow root: the page cannot see it, CDP shows it
+      keepers++;
       rows.push([11, me, s('user-agent')]);
       nodes.push(null);
     }
     if (node.shadowRoot) {
+      keepers++;
       const root = rows.length;
       rows.push([11, me, s(node.shadowRoot.mode)]);
       nodes.push(node.shadowRoot);
-      visitChildren(node.shadowRoot, root, win);
+      visitChildren(node.shadowRoot, root, win, far);
     }
     if (tag === 'iframe' || tag === 'frame') {
+      keepers++;
       let doc = null;
       try { doc = node.contentDocument; } catch (e) {}
       if (doc === null) throw BLOCKED;  // cross-origin: its document is not the page's to read (the trees are)
       else if (doc.documentElement) visitDocument(doc, me);
       return;
     }
-    visitChildren(node, me, win);
+    // a plain element far outside the band (not a scroller, no shadow root, no frame) hands its farness
+    // to its children: one whose whole subtree is far, with nothing kept in it, is left out (below)
+    visitChildren(node, me, win, far && keepers === kept ? far : 0);
+    if (far && parentFar && keepers === kept && node.getRootNode() === document) {
+      // far outside the band with its parent, nothing in it browser-use could list, show or count
+      // (no box near the band, no scroller, shadow root or frame), and in the top document's own
+      // tree: as if it were not there. Its parent, far too and plain, is listed by nothing, so no
+      // listed element's text (two levels deep) loses it either.
+      left++;
+      rows.length = nodes.length = start;
+      listened.length = heard;
+      for (let i = strings; i < table.length; i++) index.delete(table[i]);
+      table.length = strings;
+    }
   };
   const BLOCKED = {};
   try {
@@ -208,7 +233,7 @@ WALK = r"""
   }
   // kept by reference, in the inspector's object group only (the page cannot see it): the text for
   // the state, the nodes for the backend ids of the listed ones
-  return {text: JSON.stringify({s: table, r: rows, l: listened.length > __LISTENED__ ? [] : listened}), nodes, blocked: 0, frames};
+  return {text: JSON.stringify({s: table, r: rows, l: listened.length > __LISTENED__ ? [] : listened}), nodes, blocked: 0, frames, left};
 })()
 """
 
