@@ -116,6 +116,11 @@ WALK = r"""
     visitChildren(doc, me, doc.defaultView, 0);
   };
   // far: 1 for an element far outside the band (or without a box, under one), whose subtree may go
+  const attributes = (node) => {
+    const pairs = [];
+    for (const a of node.attributes) pairs.push(s(a.name), s(a.value));
+    return pairs;
+  };
   const visitChildren = (node, parent, win, far) => {
     for (let child = node.firstChild; child; child = child.nextSibling) visit(child, parent, win, far);
   };
@@ -127,7 +132,7 @@ WALK = r"""
       const band = bands.get(win);
       if (unseen.has(node.parentNode) || box && (box.bottom + band.shift < -BAND - MARGIN || box.top + band.shift > band.bottom + MARGIN)) {
         // its element is far outside the band of viewport +- 1000 px where browser-use sees anything: no box needed
-        rows.push([3, parent, s(text), 0]);
+        rows.push([3, parent, parentFar ? text : s(text), 0]);  // (under a far parent: interned if kept, at the end)
         nodes.push(node);
         return;
       }
@@ -144,9 +149,7 @@ WALK = r"""
     }
     if (node.nodeType !== 1) return;
     const start = rows.length, strings = table.length, kept = keepers, heard = listened.length;
-    const attrs = [];
-    for (const a of node.attributes) attrs.push(s(a.name), s(a.value));
-    const row = [1, parent, s(node.nodeName), attrs];
+    const row = [1, parent, s(node.nodeName), null];
     // checkVisibility first: it answers without laying out what Chromium skips (a closed <details>'s
     // content, content-visibility: hidden), which getClientRects would lay out, and keep laid out,
     // and which the snapshot (so browser-use) does not see
@@ -179,6 +182,9 @@ WALK = r"""
     } else {
       row.push(0);
     }
+    // the attributes of an element that may be left out (far, under a far parent) are read once it is kept
+    const later = far && parentFar && tag !== 'iframe' && tag !== 'frame';
+    if (!later) row[3] = attributes(node);
     row.push(tag === 'input' || tag === 'textarea' ? s(node.value) : -1, tag === 'input' && node.checked ? 1 : 0);
     if (listen) {
       try {
@@ -222,6 +228,8 @@ WALK = r"""
       listened.length = heard;
       for (let i = strings; i < table.length; i++) index.delete(table[i]);
       table.length = strings;
+    } else if (later) {
+      row[3] = attributes(node);
     }
   };
   const BLOCKED = {};
@@ -231,6 +239,7 @@ WALK = r"""
     if (e !== BLOCKED) throw e;
     return {text: null, nodes: [], blocked: 1, frames};  // no further: the state is read from the trees
   }
+  for (const row of rows) if (row[0] === 3 && typeof row[2] === 'string') row[2] = s(row[2]);
   // kept by reference, in the inspector's object group only (the page cannot see it): the text for
   // the state, the nodes for the backend ids of the listed ones
   return {text: JSON.stringify({s: table, r: rows, l: listened.length > __LISTENED__ ? [] : listened}), nodes, blocked: 0, frames, left};
