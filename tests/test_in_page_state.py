@@ -182,14 +182,10 @@ async def serialized_text(state: Any, walked: bool) -> str:
 		return serialized.llm_representation()
 	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
 	send = offload_state.page_caller(state.browser_session, cdp)
-	holder = (await send('Runtime.evaluate', {'expression': in_page_state.walk_script(1000), 'includeCommandLineAPI': True}))[
-		'result'
-	]['objectId']
-	text = await send(
-		'Runtime.callFunctionOn',
-		{'objectId': holder, 'functionDeclaration': 'function () { return this.text; }', 'returnByValue': True},
-	)
-	root = in_page_state.tree(json.loads(text['result']['value']), target, cdp.session_id, 1000)
+	walked = await in_page_state.walk(send, 1000, 100, 'test-walk')
+	assert isinstance(walked.text, str), 'a small page: its text is decoded with the answer'
+	holder = walked.holder
+	root = in_page_state.tree(json.loads(walked.text), target, cdp.session_id, 1000)
 	serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=False).serialize_accessible_elements()
 	real = await in_page_state._backend_ids(send, holder, list(serialized.selector_map))
 	return re.sub(r'\[(\d{10})\]', lambda m: f'[{real.get(int(m.group(1)), m.group(1))}]', serialized.llm_representation())
@@ -213,14 +209,9 @@ async def left_out(state: Any) -> int:
 	target = state.browser_session.agent_focus_target_id
 	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
 	send = offload_state.page_caller(state.browser_session, cdp)
-	holder = (await send('Runtime.evaluate', {'expression': in_page_state.walk_script(1000), 'includeCommandLineAPI': True}))[
-		'result'
-	]['objectId']
-	answer = await send(
-		'Runtime.callFunctionOn',
-		{'objectId': holder, 'functionDeclaration': 'function () { return this.left; }', 'returnByValue': True},
-	)
-	return answer['result']['value']
+	left = (await in_page_state.walk(send, 1000, 100, 'test-walk')).left
+	assert left is not None, 'a small page: its answer is decoded'
+	return left
 
 
 @pytest.mark.parametrize('scrolled', [0, 4200])

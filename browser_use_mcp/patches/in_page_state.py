@@ -24,6 +24,10 @@ What this does, for the states ``browser_get_state`` and ``include_state`` ask f
   derived from the DOM (``derived_ax``: the role and the properties browser-use reads, with
   Chromium's quirks), stands in for Chromium's user-agent shadow roots, and runs browser-use's own
   ``DOMTreeSerializer``, without paint order (the walk cannot see it).
+- Far content is left out: a subtree far outside browser-use's band (its root and the root's parent
+  both beyond it by more than a margin, the parent plain, nothing inside near the band, scrolling,
+  in a shadow root or a frame) is dropped from the walk's rows as it ends. browser-use lists and
+  shows nothing from there; on a long page it was most of what was sent, built and serialized.
 - The listed elements' backend node ids (the indices) come in one more call: the walked nodes,
   deep-serialized as WebDriver BiDi asks for them, carry their ``backendNodeId``. The selector map
   is then the same as browser-use's: same indices, stale-index guarantees unchanged.
@@ -49,6 +53,7 @@ import functools
 import itertools
 import json
 import logging
+import re
 import time
 from typing import Any
 
@@ -242,6 +247,8 @@ WALK = r"""
   for (const row of rows) if (row[0] === 3 && typeof row[2] === 'string') row[2] = s(row[2]);
   // kept by reference, in the inspector's object group only (the page cannot see it): the text for
   // the state, the nodes for the backend ids of the listed ones
+  // the text for the state comes back with the walk's answer, unless there are more frames than browser-use reads
+  if (frames > __FRAMES__) return {text: null, nodes: [], blocked: 0, frames, left};
   return {text: JSON.stringify({s: table, r: rows, l: listened.length > __LISTENED__ ? [] : listened}), nodes, blocked: 0, frames, left};
 })()
 """
@@ -582,9 +589,9 @@ def _finish(root: Any, threshold: int | None) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def walk_script(threshold: int | None) -> str:
-	"""The walk, for browser-use's viewport threshold (None: no band, every box and style read); made
-	once per threshold."""
+def walk_script(threshold: int | None, most_frames: int) -> str:
+	"""The walk, for browser-use's viewport threshold (None: no band, every box and style read) and
+	its ``max_iframes``; made once per pair."""
 	from browser_use.dom import service as module
 
 	from browser_use_mcp.patches.dom_capture import CLICK_EVENTS, HEAVY_PAGE
@@ -595,7 +602,59 @@ def walk_script(threshold: int | None) -> str:
 		.replace('__HEAVY__', str(HEAVY_PAGE))
 		.replace('__LISTENED__', str(module._MAX_JS_CLICK_LISTENER_ELEMENTS))
 		.replace('__BAND__', 'Infinity' if threshold is None else str(int(threshold)))
+		.replace('__FRAMES__', str(int(most_frames)))
 	)
+
+
+# the walk's answer: the holder's object id (kept in its object group) and, serialized with it, its
+# fields, the text among them: one round trip (its other fields are not arrays: ``nodes`` is not sent)
+HOLDER = {'serialization': 'deep', 'maxDepth': 1}
+_OBJECT_ID = re.compile(rb'"objectId":"([^"\\]+)"')
+
+
+@dataclasses.dataclass
+class Walk:
+	"""One walk of a page: the holder's object id, and its text (the whole answer undecoded when
+	large: the worker reads it; else decoded) or why there is none."""
+
+	holder: str
+	text: Any  # str, or offload_state.RawAnswer of the whole answer
+	left: int | None  # far subtrees left out (None: in a large answer, not read here)
+
+
+async def walk(call: Any, threshold: int | None, most_frames: int, group: str) -> Walk:
+	"""Walk the page on ``call`` (``offload_state.page_caller``), its answer kept in ``group``."""
+	from browser_use_mcp.patches import offload_state
+
+	params = {
+		'expression': walk_script(threshold, most_frames),
+		'objectGroup': group,
+		'includeCommandLineAPI': True,
+		'serializationOptions': HOLDER,
+	}
+	answer = await call('Runtime.evaluate', params, raw=True)
+	if isinstance(answer, offload_state.RawAnswer):  # a large page: the text stays undecoded
+		raw = answer.text.encode() if isinstance(answer.text, str) else answer.text
+		# the holder's own id: the page's text is a JSON string in there, its quotes escaped
+		found = _OBJECT_ID.findall(raw[-400:]) or _OBJECT_ID.findall(raw)
+		if len(found) != 1:
+			raise _Fallback('the walk answered without its object')
+		return Walk(found[0].decode(), answer, None)
+	failed = _exception(answer)
+	if failed is not None:
+		raise _Fallback(f'the walk failed: {failed}')
+	fields = _fields(answer['result'])
+	if fields.get('blocked'):
+		raise _Fallback('a frame whose document the page cannot read (cross-origin)')
+	if not isinstance(fields.get('text'), str):
+		raise _Fallback('more frames than browser-use reads' if fields.get('frames') else 'the walk gave no text')
+	return Walk(answer['result']['objectId'], fields['text'], fields.get('left'))
+
+
+def _fields(result: dict[str, Any]) -> dict[str, Any]:
+	"""The walk holder's primitive fields from its deep serialization."""
+	deep = (result.get('deepSerializedValue') or {}).get('value') or []
+	return {name: value.get('value') for name, value in deep if isinstance(value, dict)}
 
 
 # -- the worker side -----------------------------------------------------------------------------
@@ -605,7 +664,7 @@ def walk_script(threshold: int | None) -> str:
 class WalkJob:
 	"""What the worker needs to build the state of one walk (all picklable)."""
 
-	text: Any  # the answer of the walk's text (bytes or str, or already decoded)
+	text: Any  # the walk's text, or its whole answer undecoded (offload_state.RawAnswer)
 	target_id: str
 	cdp_session_id: str | None
 	browser_session_id: str
@@ -624,8 +683,8 @@ def _build_walked(job: WalkJob, garbage: list[Any]) -> Any:
 	from browser_use_mcp.patches import offload_state
 
 	started, cpu = time.perf_counter(), time.thread_time()
-	answer = offload_state._answer(job.text)
-	walked = json.loads(answer['result']['value']) if isinstance(answer, dict) and 'result' in answer else answer
+	text = job.text if isinstance(job.text, str) else _fields(offload_state._answer(job.text)['result'])['text']
+	walked = json.loads(text)
 	decoded = time.perf_counter()
 	garbage.append(walked)
 	root = tree(walked, job.target_id, job.cdp_session_id, job.threshold)
@@ -669,38 +728,8 @@ async def _walked_state(service: Any) -> Any:
 	call = offload_state.page_caller(session, cdp_session)
 	group = f'{GROUP}-{next(_groups)}'
 	try:
-		walked = await call(
-			'Runtime.evaluate',
-			{'expression': walk_script(service.viewport_threshold), 'objectGroup': group, 'includeCommandLineAPI': True},
-		)
-		failed = _exception(walked)
-		if failed is not None:
-			raise _Fallback(f'the walk failed: {failed}')
-		holder = walked['result']['objectId']
-		# the holder's text, unless the page has what only the trees can read (a cross-origin frame), or
-		# more frames than browser-use reads
-		text = await call(
-			'Runtime.callFunctionOn',
-			{
-				'objectId': holder,
-				'functionDeclaration': 'function (most) { const t = this.text; this.text = null;'
-				' return this.blocked ? "blocked" : this.frames > most ? "frames" : t; }',
-				'arguments': [{'value': service.max_iframes}],
-				'returnByValue': True,
-			},
-			raw=True,
-		)
-		if not isinstance(text, offload_state.RawAnswer):
-			failed = _exception(text)
-			value = (text.get('result') or {}).get('value')
-			if failed is not None or value in ('blocked', 'frames') or not isinstance(value, str):
-				raise _Fallback(
-					'a frame whose document the page cannot read (cross-origin)'
-					if value == 'blocked'
-					else 'more frames than browser-use reads'
-					if value == 'frames'
-					else f'the walk gave no text: {failed}'
-				)
+		walked = await walk(call, service.viewport_threshold, service.max_iframes, group)
+		holder, text = walked.holder, walked.text
 		read = time.perf_counter()
 		job = WalkJob(text, target_id, cdp_session.session_id, session.id, service.viewport_threshold)
 		if isinstance(text, offload_state.RawAnswer) and await offload_state.pool.wait_ready(offload_state.START_WAIT):
