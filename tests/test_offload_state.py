@@ -33,14 +33,15 @@ from tests.fixtures import in_process_registry, patches_active
 
 
 def test_only_our_large_answers_are_left_undecoded(monkeypatch: pytest.MonkeyPatch) -> None:
-	monkeypatch.setattr(offload_state, 'RAW_MIN', 64)
+	monkeypatch.setattr(offload_state, 'RAW_LEAST', 64)
 	hook = offload_state._JsonHook()
 
 	def chromium(message: dict[str, Any]) -> str:  # as Chromium writes its messages: compact, the id first
 		return json.dumps(message, separators=(',', ':'))
 
 	ours, other = offload_state.FIRST_ID + 7, 12
-	monkeypatch.setattr(offload_state, '_raw_ids', {ours})
+	picky = ours + 1  # a request that asked for its answer undecoded only from 10,000 bytes
+	monkeypatch.setattr(offload_state, '_raw_ids', {ours: 64, picky: 10_000})
 	big = {'nodes': ['x' * 100]}
 	answer = chromium({'id': ours, 'result': big, 'sessionId': 'S'})
 	undecoded = hook.loads(answer)
@@ -48,6 +49,7 @@ def test_only_our_large_answers_are_left_undecoded(monkeypatch: pytest.MonkeyPat
 	assert offload_state._answer(undecoded['result']) == big
 	# another request's answer, an error to ours, a small answer, an event: decoded as before
 	assert hook.loads(chromium({'id': other, 'result': big})) == {'id': other, 'result': big}
+	assert hook.loads(chromium({'id': picky, 'result': big})) == {'id': picky, 'result': big}
 	error = {'id': ours, 'error': {'message': 'x' * 100}}
 	assert hook.loads(chromium(error)) == error
 	assert hook.loads(chromium({'id': ours, 'result': {}})) == {'id': ours, 'result': {}}
@@ -101,6 +103,7 @@ async def everything_to_the_worker(monkeypatch: pytest.MonkeyPatch) -> list[str]
 	"""Every answer left undecoded and every build sent to the worker, once it is up; the
 	targets of the jobs it was sent."""
 	monkeypatch.setattr(offload_state, 'RAW_MIN', 0)
+	monkeypatch.setattr(offload_state, 'RAW_LEAST', 0)
 	deadline = time.monotonic() + 120
 	while not offload_state.pool.ready():
 		assert time.monotonic() < deadline, 'the worker did not start'

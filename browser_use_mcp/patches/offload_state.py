@@ -83,6 +83,7 @@ CDP_USE_VERSION = '1.4.5'
 _SERVICE = 'browser_use.dom.service:DomService'
 
 RAW_MIN = 256 * 1024  # bytes of an answer from which it is worth leaving undecoded
+RAW_LEAST = 8 * 1024  # the least any request may ask for (``page_caller``'s ``least``)
 WORKER_NICE = 10  # the worker's scheduling niceness (and its autogroup's): a busy core goes to the event loop first
 WORKERS = 1  # processes; each ~55 MB with browser-use's DOM modules imported
 FIRST_ID = 1 << 29  # our request ids: above cdp-use's counter, below the context endpoint's 2**30
@@ -97,7 +98,7 @@ FAST = True
 _enabled = False
 _saved = Saved()
 _ids = itertools.count(FIRST_ID)
-_raw_ids: set[int] = set()
+_raw_ids: dict[int, int] = {}  # id -> the size from which its answer is left undecoded
 _compact: contextvars.ContextVar[bool] = contextvars.ContextVar('browser_use_mcp_compact_state', default=False)
 # (CDP session id, Page.getFrameTree answer) the caller read just before the state
 _frames: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = contextvars.ContextVar(
@@ -141,9 +142,10 @@ class _JsonHook:
 
 	@staticmethod
 	def loads(raw: Any, *args: Any, **kwargs: Any) -> Any:
-		if _raw_ids and isinstance(raw, str) and len(raw) >= RAW_MIN and raw.startswith('{"id":'):
+		if _raw_ids and isinstance(raw, str) and len(raw) >= RAW_LEAST and raw.startswith('{"id":'):
 			end = raw.find(',', 6, 24)
-			if end > 0 and raw[6:end].isdigit() and int(raw[6:end]) in _raw_ids and raw.startswith('"result"', end + 1):
+			least = _raw_ids.get(int(raw[6:end])) if end > 0 and raw[6:end].isdigit() else None
+			if least is not None and len(raw) >= least and raw.startswith('"result"', end + 1):
 				return {'id': int(raw[6:end]), 'result': RawAnswer(raw)}
 		return json.loads(raw, *args, **kwargs)
 
@@ -151,15 +153,18 @@ class _JsonHook:
 		return getattr(json, name)
 
 
-async def send_undecoded(client: Any, method: str, params: dict[str, Any], session_id: str | None) -> Any:
-	"""``client.send_raw``, with an id of ours: a large answer comes back as a ``RawAnswer``."""
+async def send_undecoded(
+	client: Any, method: str, params: dict[str, Any], session_id: str | None, least: int | None = None
+) -> Any:
+	"""``client.send_raw``, with an id of ours: an answer of ``least`` bytes or more (``RAW_MIN`` by
+	default) comes back as a ``RawAnswer``."""
 	ws = client.ws
 	if ws is None:
 		raise ConnectionError('the CDP connection is closed')
 	message_id = next(_ids)
 	future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 	client.pending_requests[message_id] = future
-	_raw_ids.add(message_id)
+	_raw_ids[message_id] = max(RAW_MIN if least is None else least, RAW_LEAST)
 	try:
 		message = {'id': message_id, 'method': method, 'params': params}
 		if session_id:
@@ -167,7 +172,7 @@ async def send_undecoded(client: Any, method: str, params: dict[str, Any], sessi
 		await ws.send(json.dumps(message))
 		return await future
 	finally:
-		_raw_ids.discard(message_id)
+		_raw_ids.pop(message_id, None)
 		client.pending_requests.pop(message_id, None)
 
 
@@ -645,23 +650,23 @@ class _Trees:
 def page_caller(browser_session: Any, cdp_session: Any, direct: bool = True) -> Any:
 	"""``call(method, params, raw=False)`` on a page's CDP session: straight onto our browser's pipe
 	when it is one of ours and ``direct`` (never relayed through the CDP endpoint to cdp-use), else
-	through cdp-use. With ``raw``, a large answer comes back undecoded (``RawAnswer``); an error is
-	raised as cdp-use says it."""
+	through cdp-use. With ``raw``, an answer of ``least`` bytes or more (at least ``RAW_LEAST``) comes
+	back undecoded (``RawAnswer``); an error is raised as cdp-use says it."""
 	from browser_use_mcp.providers.cdp_proxy import pipe_behind
 
 	client, session_id = cdp_session.cdp_client, cdp_session.session_id
 	pipe = pipe_behind(browser_session.cdp_url) if session_id and direct else None
 
-	async def call(method: str, params: dict[str, Any], raw: bool = False) -> Any:
+	async def call(method: str, params: dict[str, Any], raw: bool = False, least: int | None = None) -> Any:
 		if pipe is None:
 			if raw:
-				return await send_undecoded(client, method, params, session_id)
+				return await send_undecoded(client, method, params, session_id, least)
 			return await client.send_raw(method, params, session_id=session_id)
 		answer = await pipe.send_undecoded(next(_ids), method, params, session_id)
 		if answer.find(b'"result":', 6, 40) < 0:  # an error (small)
 			error = json.loads(answer).get('error') or {}
 			raise RuntimeError(f'{method}: {error.get("message", "CDP error")} ({error.get("code")})')
-		if raw and len(answer) >= RAW_MIN:
+		if raw and len(answer) >= max(RAW_MIN if least is None else least, RAW_LEAST):
 			return RawAnswer(answer)
 		return json.loads(answer)['result']
 
