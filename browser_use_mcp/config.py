@@ -98,7 +98,7 @@ class ServerConfig:
 	isolation: str = 'context'  # what a named session is: 'browser' (a Chromium each) or 'context' (shared Chromiums)
 	dialogs: str = 'accept'  # JavaScript dialogs: 'accept' (browser-use answers them at once) or 'hold' (browser_handle_dialog)
 	contexts_per_browser: int = 16  # --isolation context: most sessions one shared Chromium hosts (measured: docs/performance.md)
-	spread_browsers: int = 2  # --isolation context: shared Chromiums new sessions are spread over before one hosts two
+	spread_browsers: int = 1  # --isolation context: shared Chromiums new sessions are spread over before one hosts two (measured: docs/performance.md)
 	shared_browser_idle: float = 30.0  # s an empty shared Chromium waits for a new session before it is closed
 	cdp_url: str | None = None  # attach to this browser: the default session drives it, named sessions get contexts
 	grid_url: str | None = None  # a Selenium Grid 4: every session's browser is a Grid session (docs/grid.md)

@@ -126,11 +126,11 @@ async def test_list_tabs_never_shows_another_sessions_tab_while_it_opens_and_clo
 
 
 async def test_a_shared_browser_crash_stays_inside_its_shard(raw: list[RawServer], tmp_path: Path, site: str) -> None:
-	server = await start(raw, tmp_path / 'home', '--contexts-per-browser', '2')
+	server = await start(raw, tmp_path / 'home', '--contexts-per-browser', '2', '--spread-browsers', '2')
 	async with server.client() as mcp:
 		for sid in ('s1', 's2', 's3', 's4'):
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/login?user={sid}')
-		# spread over two Chromiums (the default --spread-browsers 2), then each to the least busy:
+		# spread over two Chromiums (--spread-browsers 2), then each to the least busy:
 		# s1 and s3 in the first, s2 and s4 in the second
 		first, second = shared_browsers(server.pid)
 		victims = {first.pid, *(c.pid for c in first.children(recursive=True))}
@@ -153,7 +153,7 @@ async def test_a_shared_browser_crash_stays_inside_its_shard(raw: list[RawServer
 
 
 async def test_closing_a_context_leaves_the_others_in_its_browser_alone(raw: list[RawServer], tmp_path: Path, site: str) -> None:
-	server = await start(raw, tmp_path / 'home', '--spread-browsers', '1')
+	server = await start(raw, tmp_path / 'home')
 	async with server.client() as mcp:
 		await mcp.ok('browser_navigate', session_id='stays', url=f'{site}/two')
 		await mcp.ok('browser_navigate', session_id='goes', url=f'{site}/two')
@@ -248,7 +248,7 @@ async def test_prewarm_hands_out_ready_contexts(raw: list[RawServer], tmp_path: 
 			await mcp.ok('browser_navigate', session_id=sid, url=f'{site}/login?user={sid[-6:]}')
 		titles = [(await mcp.page_state(sid))['title'] for sid in created]
 		assert titles == ['Logged in'] * 3
-		assert len(shared_browsers(server.pid)) == 2, 'spares are contexts of the shared Chromiums (two: --spread-browsers)'
+		assert len(shared_browsers(server.pid)) == 1, 'spares are contexts of the shared Chromium (one: --spread-browsers 1)'
 
 
 # -- settings that make no sense ----------------------------------------------------------------------

@@ -214,6 +214,8 @@ async def test_four_clients_two_sessions_each(server: HttpServer, site: str, iso
 	names = list(TOKENS)
 	modes = ['legacy', MODERN, 'legacy', MODERN]
 	ids = ('work-1', 'work-2')
+	# an earlier test's browsers, emptied, are going (at once here) but may not be gone yet: the counts below are this test's
+	assert await asyncio.to_thread(wait_until, lambda: not user_data_dirs(server.pid), 10), user_data_dirs(server.pid)
 	async with contextlib.AsyncExitStack() as stack:
 		clients = [await stack.enter_async_context(connect(server, TOKENS[n], m)) for n, m in zip(names, modes, strict=True)]
 
@@ -234,9 +236,10 @@ async def test_four_clients_two_sessions_each(server: HttpServer, site: str, iso
 			assert await session_ids(client) == set(ids)
 		if isolation == 'browser':
 			assert len(user_data_dirs(server.pid)) >= 8  # eight browsers, eight profiles
-		else:  # eight contexts of two shared Chromiums (--spread-browsers 2), eight session directories
-			assert len(user_data_dirs(server.pid)) == 2
-			assert len(list(server.home.glob('state/srv-*/s-*/files'))) == 8 + 2  # and the shared Chromiums' own
+		else:  # eight contexts of one shared Chromium (up to 16 each, filled first), eight session directories
+			assert len(user_data_dirs(server.pid)) == 1
+			found = sorted(server.home.glob('state/srv-*/s-*/files'))
+			assert len(found) == 8 + 1, found  # and the shared Chromium's own
 		closed = await asyncio.gather(*(c.ok('browser_close_all') for c in clients))
 		assert [r.structured['closed'] for r in closed] == [2, 2, 2, 2]
 		print(f'\n8 sessions across 4 HTTP clients created, logged in and checked in {elapsed:.1f} s')
