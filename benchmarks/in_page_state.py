@@ -8,8 +8,10 @@ with ``--site`` the test site's pages), one session of a registry in process cal
 the warm p50 of each route; the walked route's steps (walk in the page, decode, tree, serializer,
 the listed nodes' backend ids); whether the two answers' element lists are the same, element for
 element (index, tag, text, attributes, form state); and whether the walk fell back to the trees.
-``--show N`` prints up to N differing elements per page. Figures only: nothing here passes or
-fails (``tests/test_in_page_state.py`` does).
+``--show N`` prints up to N differing elements per page. ``--far`` instead walks each page with far
+content left out (as shipped) and kept, at the top and scrolled 3,000 px: the rows and text each
+sends, each text's build in process, and whether browser-use's whole text (``llm_representation``)
+is the same. Figures only: nothing here passes or fails (``tests/test_in_page_state.py`` does).
 """
 
 from __future__ import annotations
@@ -95,6 +97,71 @@ async def main(args: argparse.Namespace) -> None:
 		print('\n'.join(shown))
 
 
+async def llm_text(state: Any, leave_far: bool) -> tuple[str, int, int, float]:
+	"""browser-use's whole text of the page (``llm_representation``, indices the real backend ids) from
+	one walk, that walk's rows and text size (bytes), and its build in process (ms, median of 3)."""
+	import re
+
+	from browser_use.dom.serializer.serializer import DOMTreeSerializer
+
+	from browser_use_mcp.patches import in_page_state, offload_state
+
+	target = state.browser_session.agent_focus_target_id
+	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
+	call = offload_state.page_caller(state.browser_session, cdp)
+	group = f'bench-far-{leave_far}'
+	try:
+		walked = await in_page_state.walk(call, 1000, 100, group, leave_far)
+		text = in_page_state.walk_text(walked)
+		root = in_page_state.tree(json.loads(text), target, cdp.session_id, 1000)
+		serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=False).serialize_accessible_elements()
+		real = await in_page_state._backend_ids(call, walked.holder, list(serialized.selector_map))
+		shown = re.sub(r'\[(\d{10})\]', lambda m: f'[{real.get(int(m.group(1)), m.group(1))}]', serialized.llm_representation())
+		job = in_page_state.WalkJob(text, target, cdp.session_id, state.browser_session.id, 1000)
+		builds = []
+		for _ in range(3):
+			started = time.perf_counter()
+			in_page_state.build_walked(job)
+			builds.append((time.perf_counter() - started) * 1000)
+	finally:
+		await call('Runtime.releaseObjectGroup', {'objectGroup': group})
+	return shown, len(json.loads(text)['r']), len(text.encode()), statistics.median(builds)
+
+
+async def far(args: argparse.Namespace) -> None:
+	"""``--far``: the walk with far content left out (as shipped) and with it kept, at the top of each
+	page and scrolled: rows, text, build in process, and whether browser-use's whole text is the same."""
+	from benchmarks.common import table
+	from browser_use_mcp.tools.base import Call
+
+	rows = []
+	async with contextlib.aclosing(each_page(args, 'walk')) as opened:
+		async for name, state, catalog in opened:
+			for scrolled in (0, 3000):
+				expression = f'window.scrollTo(0, {scrolled}); window.scrollY'
+				await catalog.call('browser_evaluate', {'session_id': 'walk', 'expression': expression}, Call())
+				kept, kept_rows, kept_bytes, kept_ms = await llm_text(state, False)
+				left, left_rows, left_bytes, left_ms = await llm_text(state, True)
+				rows.append(
+					[
+						name,
+						scrolled,
+						kept_rows,
+						left_rows,
+						f'{kept_bytes / 1024:.0f} / {left_bytes / 1024:.0f}',
+						f'{kept_ms:.1f} / {left_ms:.1f}',
+						'same' if kept == left else 'DIFFERENT',
+					]
+				)
+	print(
+		table(
+			"far content kept / left out of the walk (browser-use's whole text compared)",
+			['page', 'scrolled (px)', 'rows kept', 'rows left out', 'text KB', 'build in process, ms', 'llm text'],
+			rows,
+		)
+	)
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser = argparse.ArgumentParser(prog='python -m benchmarks.in_page_state', description=__doc__)
 	parser.add_argument('--pages', nargs='*', help='corpus pages by (part of their) name; default: all')
@@ -102,6 +169,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 	parser.add_argument('--repeats', type=int, default=5)
 	parser.add_argument('--settle', type=float, default=3.0)
 	parser.add_argument('--show', type=int, default=0, help='print up to N differing elements per page')
+	parser.add_argument(
+		'--far',
+		action='store_true',
+		help="instead: the walk with far content left out and kept, rows, text, build and browser-use's whole text",
+	)
 	return parser.parse_args(argv)
 
 
@@ -109,4 +181,4 @@ if __name__ == '__main__':
 	from benchmarks.common import run_in_scratch_home
 
 	arguments = parse()
-	run_in_scratch_home('bench-in-page-', lambda: main(arguments))
+	run_in_scratch_home('bench-in-page-', lambda: (far if arguments.far else main)(arguments))

@@ -101,6 +101,7 @@ WALK = r"""
   const s = (v) => { let i = index.get(v); if (i === undefined) { i = table.length; table.push(v); index.set(v, i); } return i; };
   const rows = [], nodes = [];
   const BAND = __BAND__, MARGIN = 200;  // browser-use's viewport threshold, and a margin for text overflowing its box
+  const LEAVE_FAR = __LEAVE_FAR__;  // far content left out (below; false only in a benchmark)
   const bands = new Map();  // window -> its document's band
   const unseen = new Set();  // elements without a box (their texts get none either)
   const parentBox = new Map();  // element -> its box when far outside the band, null when its texts need boxes
@@ -120,12 +121,12 @@ WALK = r"""
     nodes.push(doc);
     visitChildren(doc, me, doc.defaultView, 0);
   };
-  // far: 1 for an element far outside the band (or without a box, under one), whose subtree may go
   const attributes = (node) => {
     const pairs = [];
     for (const a of node.attributes) pairs.push(s(a.name), s(a.value));
     return pairs;
   };
+  // far: 1 for a plain element far outside the band (or without a box, under one), whose subtree may go
   const visitChildren = (node, parent, win, far) => {
     for (let child = node.firstChild; child; child = child.nextSibling) visit(child, parent, win, far);
   };
@@ -223,7 +224,7 @@ WALK = r"""
     // a plain element far outside the band (not a scroller, no shadow root, no frame) hands its farness
     // to its children: one whose whole subtree is far, with nothing kept in it, is left out (below)
     visitChildren(node, me, win, far && keepers === kept ? far : 0);
-    if (far && parentFar && keepers === kept && node.getRootNode() === document) {
+    if (LEAVE_FAR && far && parentFar && keepers === kept && node.getRootNode() === document) {
       // far outside the band with its parent, nothing in it browser-use could list, show or count
       // (no box near the band, no scroller, shadow root or frame), and in the top document's own
       // tree: as if it were not there. Its parent, far too and plain, is listed by nothing, so no
@@ -589,9 +590,9 @@ def _finish(root: Any, threshold: int | None) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def walk_script(threshold: int | None, most_frames: int) -> str:
+def walk_script(threshold: int | None, most_frames: int, leave_far: bool = True) -> str:
 	"""The walk, for browser-use's viewport threshold (None: no band, every box and style read) and
-	its ``max_iframes``; made once per pair."""
+	its ``max_iframes``; made once per pair. ``leave_far=False`` keeps far content (benchmarks)."""
 	from browser_use.dom import service as module
 
 	from browser_use_mcp.patches.dom_capture import CLICK_EVENTS, HEAVY_PAGE
@@ -603,6 +604,7 @@ def walk_script(threshold: int | None, most_frames: int) -> str:
 		.replace('__LISTENED__', str(module._MAX_JS_CLICK_LISTENER_ELEMENTS))
 		.replace('__BAND__', 'Infinity' if threshold is None else str(int(threshold)))
 		.replace('__FRAMES__', str(int(most_frames)))
+		.replace('__LEAVE_FAR__', 'true' if leave_far else 'false')
 	)
 
 
@@ -610,8 +612,9 @@ def walk_script(threshold: int | None, most_frames: int) -> str:
 # fields, the text among them: one round trip (its other fields are not arrays: ``nodes`` is not sent)
 HOLDER = {'serialization': 'deep', 'maxDepth': 1}
 # a walk's answer from which the worker builds its state: its text is compact (strings interned), and
-# a build costs ~0.45 ms per KB of it in process (checkout: 18 KB, 8 ms; cheatsheet 144 KB, 70 ms):
-# below this the loop is held a few ms at most, and the worker's hop would cost more than that
+# a build costs ~0.3 ms per KB of it in process (``benchmarks.in_page_state --far``: checkout 18 KB,
+# 5.6 ms; cheatsheet 144 KB, 47 ms): below this the loop is held ~5 ms at most, and the worker's hop
+# would cost more than that
 WALK_RAW_MIN = 16 * 1024
 _OBJECT_ID = re.compile(rb'"objectId":"([^"\\]+)"')
 
@@ -626,12 +629,12 @@ class Walk:
 	left: int | None  # far subtrees left out (None: in a large answer, not read here)
 
 
-async def walk(call: Any, threshold: int | None, most_frames: int, group: str) -> Walk:
+async def walk(call: Any, threshold: int | None, most_frames: int, group: str, leave_far: bool = True) -> Walk:
 	"""Walk the page on ``call`` (``offload_state.page_caller``), its answer kept in ``group``."""
 	from browser_use_mcp.patches import offload_state
 
 	params = {
-		'expression': walk_script(threshold, most_frames),
+		'expression': walk_script(threshold, most_frames, leave_far),
 		'objectGroup': group,
 		'includeCommandLineAPI': True,
 		'serializationOptions': HOLDER,
@@ -653,6 +656,15 @@ async def walk(call: Any, threshold: int | None, most_frames: int, group: str) -
 	if not isinstance(fields.get('text'), str):
 		raise _Fallback('more frames than browser-use reads' if fields.get('frames') else 'the walk gave no text')
 	return Walk(answer['result']['objectId'], fields['text'], fields.get('left'))
+
+
+def walk_text(walked: Walk) -> str:
+	"""A walk's text, decoded here (benchmarks and tests: the state's route leaves it to the worker)."""
+	from browser_use_mcp.patches import offload_state
+
+	if isinstance(walked.text, str):
+		return walked.text
+	return _fields(offload_state._answer(walked.text)['result'])['text']
 
 
 def _fields(result: dict[str, Any]) -> dict[str, Any]:
