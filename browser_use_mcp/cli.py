@@ -261,8 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
 		'--spread-browsers',
 		type=int,
 		metavar='M',
-		help='--isolation context: new sessions go to the least busy of up to M shared Chromiums before any hosts two, '
-		"so a heavy page's state holds fewer sessions' browser (1: fill one Chromium first; "
+		help='--isolation context: new sessions go to the least busy of up to M shared Chromiums before any hosts two '
+		'(1: fill one Chromium first, the least memory; '
 		f'default {_default("spread_browsers")}; env {_env("spread_browsers")})',
 	)
 	b.add_argument(

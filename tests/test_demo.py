@@ -71,7 +71,7 @@ def browsers_of(server_pid: int) -> list[int]:
 @pytest.mark.parametrize(
 	('mode', 'processes'),
 	[
-		('context', 'PASS  3 sessions as browser contexts of 2 shared Chromium process(es) (expected 2)'),
+		('context', 'PASS  3 sessions as browser contexts of 1 shared Chromium process(es) (expected 1)'),
 		('browser', 'PASS  3 Chromium processes, each on its own'),
 	],
 )
