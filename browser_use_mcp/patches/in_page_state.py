@@ -854,8 +854,9 @@ PATCH = Patch(
 	name='in_page_state',
 	title='page state read in the page',
 	changes='for browser_get_state and include_state (with ``offload_state``), the page is read by one walk in the page '
-	"instead of Chromium's snapshot, DOM and accessibility trees; browser-use's own serializer lists its elements "
-	'(accessibility nodes derived from the DOM, no paint-order filter) and the listed ones get their backend ids.',
+	"instead of Chromium's snapshot, DOM and accessibility trees, leaving out plain content far outside browser-use's "
+	"band; browser-use's own serializer lists its elements (accessibility nodes derived from the DOM, no paint-order "
+	'filter) and the listed ones get their backend ids.',
 	why='reading and decoding the three trees was as long as the whole state on real pages (stdtypes: 1.4 s + 0.7 s); '
 	'a walk reading the same inputs takes a fraction of it, and the state it gives is the same text.',
 	package='browser-use',
