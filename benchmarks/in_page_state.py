@@ -97,9 +97,9 @@ async def main(args: argparse.Namespace) -> None:
 		print('\n'.join(shown))
 
 
-async def llm_text(state: Any, leave_far: bool) -> tuple[str, int, int, float]:
-	"""browser-use's whole text of the page (``llm_representation``, indices the real backend ids) from
-	one walk, that walk's rows and text size (bytes), and its build in process (ms, median of 3)."""
+async def walked_llm_text(state: Any, leave_far: bool = True) -> tuple[str, Any]:
+	"""browser-use's whole text of the session's page (``llm_representation``, indices the real backend
+	ids) from one walk, and that walk (``in_page_state.Walk``). Also the tests' reference."""
 	import re
 
 	from browser_use.dom.serializer.serializer import DOMTreeSerializer
@@ -109,22 +109,33 @@ async def llm_text(state: Any, leave_far: bool) -> tuple[str, int, int, float]:
 	target = state.browser_session.agent_focus_target_id
 	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
 	call = offload_state.page_caller(state.browser_session, cdp)
-	group = f'bench-far-{leave_far}'
+	group = f'bench-walk-{leave_far}'
 	try:
 		walked = await in_page_state.walk(call, 1000, 100, group, leave_far)
-		text = in_page_state.walk_text(walked)
-		root = in_page_state.tree(json.loads(text), target, cdp.session_id, 1000)
+		root = in_page_state.tree(json.loads(in_page_state.walk_text(walked)), target, cdp.session_id, 1000)
 		serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=False).serialize_accessible_elements()
 		real = await in_page_state._backend_ids(call, walked.holder, list(serialized.selector_map))
-		shown = re.sub(r'\[(\d{10})\]', lambda m: f'[{real.get(int(m.group(1)), m.group(1))}]', serialized.llm_representation())
-		job = in_page_state.WalkJob(text, target, cdp.session_id, state.browser_session.id, 1000)
-		builds = []
-		for _ in range(3):
-			started = time.perf_counter()
-			in_page_state.build_walked(job)
-			builds.append((time.perf_counter() - started) * 1000)
 	finally:
 		await call('Runtime.releaseObjectGroup', {'objectGroup': group})
+	shown = re.sub(r'\[(\d{10})\]', lambda m: f'[{real.get(int(m.group(1)), m.group(1))}]', serialized.llm_representation())
+	return shown, walked
+
+
+async def llm_text(state: Any, leave_far: bool) -> tuple[str, int, int, float]:
+	"""browser-use's whole text of the page from one walk (``walked_llm_text``), that walk's rows and
+	text size (bytes), and its build in process (ms, median of 3)."""
+	from browser_use_mcp.patches import in_page_state
+
+	shown, walked = await walked_llm_text(state, leave_far)
+	text = in_page_state.walk_text(walked)
+	target = state.browser_session.agent_focus_target_id
+	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
+	job = in_page_state.WalkJob(text, target, cdp.session_id, state.browser_session.id, 1000)
+	builds = []
+	for _ in range(3):
+		started = time.perf_counter()
+		in_page_state.build_walked(job)
+		builds.append((time.perf_counter() - started) * 1000)
 	return shown, len(json.loads(text)['r']), len(text.encode()), statistics.median(builds)
 
 

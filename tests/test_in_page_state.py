@@ -167,28 +167,19 @@ async def test_indices_from_the_walk_act_and_go_stale(catalog: Any, site: str) -
 async def serialized_text(state: Any, walked: bool) -> str:
 	"""browser-use's own text representation of the page (``llm_representation``), its tree built from
 	a walk (with the real backend ids as indices) or from the three trees."""
-	import re
-
 	from browser_use.dom.serializer.serializer import DOMTreeSerializer
 	from browser_use.dom.service import DomService
 
-	from browser_use_mcp.patches import in_page_state, offload_state
+	from benchmarks.in_page_state import walked_llm_text
 
-	service = DomService(browser_session=state.browser_session)
-	target = state.browser_session.agent_focus_target_id
 	if not walked:
-		root, _ = await service.get_dom_tree(target_id=target)
+		service = DomService(browser_session=state.browser_session)
+		root, _ = await service.get_dom_tree(target_id=state.browser_session.agent_focus_target_id)
 		serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=True).serialize_accessible_elements()
 		return serialized.llm_representation()
-	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
-	send = offload_state.page_caller(state.browser_session, cdp)
-	walked = await in_page_state.walk(send, 1000, 100, 'test-walk')
-	assert isinstance(walked.text, str), 'a small page: its text is decoded with the answer'
-	holder = walked.holder
-	root = in_page_state.tree(json.loads(walked.text), target, cdp.session_id, 1000)
-	serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=False).serialize_accessible_elements()
-	real = await in_page_state._backend_ids(send, holder, list(serialized.selector_map))
-	return re.sub(r'\[(\d{10})\]', lambda m: f'[{real.get(int(m.group(1)), m.group(1))}]', serialized.llm_representation())
+	text, walk = await walked_llm_text(state)
+	assert isinstance(walk.text, str), 'a small page: its text is decoded with the answer'
+	return text
 
 
 @pytest.mark.parametrize('path', ['/rich', '/epoch-frame', '/select', '/dates', '/upload', '/listbox', '/scroll'])
@@ -204,14 +195,11 @@ async def test_the_walked_tree_serializes_to_browser_use_text(catalog: Any, site
 
 async def left_out(state: Any) -> int:
 	"""How many far subtrees a walk of the session's page leaves out."""
-	from browser_use_mcp.patches import in_page_state, offload_state
+	from benchmarks.in_page_state import walked_llm_text
 
-	target = state.browser_session.agent_focus_target_id
-	cdp = await state.browser_session.get_or_create_cdp_session(target, focus=False)
-	send = offload_state.page_caller(state.browser_session, cdp)
-	left = (await in_page_state.walk(send, 1000, 100, 'test-walk')).left
-	assert left is not None, 'a small page: its answer is decoded'
-	return left
+	_, walk = await walked_llm_text(state)
+	assert walk.left is not None, 'a small page: its answer is decoded'
+	return walk.left
 
 
 @pytest.mark.parametrize('scrolled', [0, 4200])

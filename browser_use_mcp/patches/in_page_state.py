@@ -622,7 +622,7 @@ _OBJECT_ID = re.compile(rb'"objectId":"([^"\\]+)"')
 @dataclasses.dataclass
 class Walk:
 	"""One walk of a page: the holder's object id, and its text (the whole answer undecoded when
-	large: the worker reads it; else decoded) or why there is none."""
+	large: the worker reads it; else decoded)."""
 
 	holder: str
 	text: Any  # str, or offload_state.RawAnswer of the whole answer
@@ -660,11 +660,16 @@ async def walk(call: Any, threshold: int | None, most_frames: int, group: str, l
 
 def walk_text(walked: Walk) -> str:
 	"""A walk's text, decoded here (benchmarks and tests: the state's route leaves it to the worker)."""
+	return _text_of(walked.text)
+
+
+def _text_of(text: Any) -> str:
+	"""The walk's text from ``Walk.text``: itself, or read out of the whole undecoded answer."""
 	from browser_use_mcp.patches import offload_state
 
-	if isinstance(walked.text, str):
-		return walked.text
-	return _fields(offload_state._answer(walked.text)['result'])['text']
+	if isinstance(text, str):
+		return text
+	return _fields(offload_state._answer(text)['result'])['text']
 
 
 def _fields(result: dict[str, Any]) -> dict[str, Any]:
@@ -699,8 +704,7 @@ def _build_walked(job: WalkJob, garbage: list[Any]) -> Any:
 	from browser_use_mcp.patches import offload_state
 
 	started, cpu = time.perf_counter(), time.thread_time()
-	text = job.text if isinstance(job.text, str) else _fields(offload_state._answer(job.text)['result'])['text']
-	walked = json.loads(text)
+	walked = json.loads(_text_of(job.text))
 	decoded = time.perf_counter()
 	garbage.append(walked)
 	root = tree(walked, job.target_id, job.cdp_session_id, job.threshold)

@@ -144,13 +144,20 @@ class _JsonHook:
 	def loads(raw: Any, *args: Any, **kwargs: Any) -> Any:
 		if _raw_ids and isinstance(raw, str) and len(raw) >= RAW_LEAST and raw.startswith('{"id":'):
 			end = raw.find(',', 6, 24)
-			least = _raw_ids.get(int(raw[6:end])) if end > 0 and raw[6:end].isdigit() else None
+			message_id = int(raw[6:end]) if end > 0 and raw[6:end].isdigit() else None
+			least = _raw_ids.get(message_id) if message_id is not None else None
 			if least is not None and len(raw) >= least and raw.startswith('"result"', end + 1):
-				return {'id': int(raw[6:end]), 'result': RawAnswer(raw)}
+				return {'id': message_id, 'result': RawAnswer(raw)}
 		return json.loads(raw, *args, **kwargs)
 
 	def __getattr__(self, name: str) -> Any:
 		return getattr(json, name)
+
+
+def _least(asked: int | None) -> int:
+	"""The size from which a request's answer stays undecoded: what it asked for (``RAW_MIN`` if
+	nothing), never under ``RAW_LEAST``."""
+	return max(RAW_MIN if asked is None else asked, RAW_LEAST)
 
 
 async def send_undecoded(
@@ -164,7 +171,7 @@ async def send_undecoded(
 	message_id = next(_ids)
 	future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 	client.pending_requests[message_id] = future
-	_raw_ids[message_id] = max(RAW_MIN if least is None else least, RAW_LEAST)
+	_raw_ids[message_id] = _least(least)
 	try:
 		message = {'id': message_id, 'method': method, 'params': params}
 		if session_id:
@@ -666,7 +673,7 @@ def page_caller(browser_session: Any, cdp_session: Any, direct: bool = True) -> 
 		if answer.find(b'"result":', 6, 40) < 0:  # an error (small)
 			error = json.loads(answer).get('error') or {}
 			raise RuntimeError(f'{method}: {error.get("message", "CDP error")} ({error.get("code")})')
-		if raw and len(answer) >= max(RAW_MIN if least is None else least, RAW_LEAST):
+		if raw and len(answer) >= _least(least):
 			return RawAnswer(answer)
 		return json.loads(answer)['result']
 
