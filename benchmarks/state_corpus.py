@@ -82,6 +82,15 @@ def set_fast(on: bool) -> None:
 	offload_state.FAST = on
 
 
+def set_memo(on: bool) -> None:
+	"""The patches on, with (``on``) or without the page's memo (``in_page_state.REMEMBER``): every
+	listed element's id asked for, as before."""
+	from browser_use_mcp.patches import in_page_state
+
+	set_offload(True)
+	in_page_state.REMEMBER = on
+
+
 async def timed(catalog: Any, name: str, args: dict[str, Any]) -> tuple[float, str]:
 	"""(ms, text) of one call; a failed call is reported and timed, its text empty."""
 	from browser_use_mcp.tools.base import Call
@@ -110,7 +119,7 @@ async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) ->
 	samples: dict[bool, list[float]] = {m: [] for m in modes}
 	lengths: dict[bool, int] = {}
 	counts: dict[bool, int] = {}
-	switch = set_fast if _compare_fast else set_offload
+	switch = _switch()
 	for mode in modes:  # warm-up: the worker's import, the page's first layout
 		switch(mode)
 		for _ in range(2):
@@ -156,12 +165,21 @@ _where = False  # --where: sample the stacks of the loop's stalls beside the hea
 _compare_fast = False  # --compare-fast: on/off is offload_state.FAST, the patches on in both
 
 
+_compare_memo = False  # --compare-memo: on/off is in_page_state.REMEMBER, the patches on in both
+
+
+def _switch() -> Any:
+	return set_fast if _compare_fast else set_memo if _compare_memo else set_offload
+
+
 def _labels() -> list[str]:
-	return ['fast on', 'fast off (as before)'] if _compare_fast else ['patches on', 'patches off']
+	if _compare_fast:
+		return ['fast on', 'fast off (as before)']
+	return ['memo on', 'memo off (as before)'] if _compare_memo else ['patches on', 'patches off']
 
 
 async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, on: bool) -> dict[str, float]:
-	(set_fast if _compare_fast else set_offload)(on)
+	_switch()(on)
 	if on:  # the worker is up before anything is measured
 		from browser_use_mcp.patches import offload_state
 
@@ -232,8 +250,8 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.sessions import SessionRegistry
 	from harness.pages import PageServer
 
-	global _compare_fast, _where
-	_compare_fast, _where = args.compare_fast, args.where
+	global _compare_fast, _compare_memo, _where
+	_compare_fast, _compare_memo, _where = args.compare_fast, args.compare_memo, args.where
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
 	modes = [True] if args.only_on_pages else [True, False]
 	pages = [
@@ -331,6 +349,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 		'--compare-fast',
 		action='store_true',
 		help='on/off is offload_state.FAST (the pipe route and builds without the collector), the patches on in both',
+	)
+	parser.add_argument(
+		'--compare-memo',
+		action='store_true',
+		help="on/off is in_page_state.REMEMBER (the ids of elements listed before known from the page's memo), the patches on in both",
 	)
 	parser.add_argument(
 		'--peers', nargs='*', default=[], help="also time these peers' snapshots on the pages (playwright, chrome-devtools)"

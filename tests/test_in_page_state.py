@@ -246,3 +246,50 @@ async def test_a_mid_sized_page_is_built_in_the_worker(catalog: Any, site: str, 
 	await call(catalog, 'browser_get_state', session_id='walk')
 	assert len(built_in_worker) == 1 and isinstance(built_in_worker[0], in_page_state.WalkJob)
 	assert isinstance(built_in_worker[0].text, offload_state.RawAnswer)
+
+
+MEMO_PAGE = """<div id=list><button id=keep>Keep</button><button id=swap>Swap</button>
+<a href="/one" id=moved>Moved</a><input id=typed placeholder=name></div><div id=other><button>Other</button></div>"""
+
+
+async def test_repeat_states_know_their_ids_and_nothing_stale(catalog: Any, site: str) -> None:
+	"""A page's memo maps each element it walked to a tag, and the server each listed tag to its
+	backend id: a second state of an unchanged page asks for no id. An element replaced by a look-alike
+	(same tag, same text, same place), one added before the others, and one moved elsewhere must
+	still get their own ids, the same as the trees give; a new document starts a new memo."""
+	from browser_use_mcp.patches import in_page_state
+	from harness.servers import html_pages
+
+	with html_pages({'/memo': MEMO_PAGE}) as url:
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/memo')
+		first, trees, fell_back = await both_ways(catalog)
+		assert fell_back == {} and first == trees and len(first) == 5
+		again, trees, _ = await both_ways(catalog)
+		assert again == first == trees
+		assert (in_page_state.last_timing['ids_known'], in_page_state.last_timing['ids_asked']) == (5, 0)
+
+		await call(
+			catalog,
+			'browser_evaluate',
+			session_id='walk',
+			expression=(
+				"(() => { const old = document.getElementById('swap'), look = old.cloneNode(true); old.replaceWith(look);"
+				" const added = document.createElement('button'); added.textContent = 'Added';"
+				" document.getElementById('list').prepend(added);"
+				" document.getElementById('other').append(document.getElementById('moved')); return 1; })()"
+			),
+		)
+		changed, trees, fell_back = await both_ways(catalog)
+		assert fell_back == {} and changed == trees
+		by_text = {element['text']: element['index'] for element in changed}
+		before = {element['text']: element['index'] for element in first}
+		assert by_text['Swap'] != before['Swap'], 'the look-alike is another element'
+		assert by_text['Keep'] == before['Keep'] and by_text['Moved'] == before['Moved']
+		# the look-alike and the added button are new to the memo: their ids were asked for
+		assert (in_page_state.last_timing['ids_known'], in_page_state.last_timing['ids_asked']) == (4, 2)
+
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/memo')
+		reloaded, trees, fell_back = await both_ways(catalog)
+		assert fell_back == {} and reloaded == trees
+		assert in_page_state.last_timing['ids_known'] == 0, 'a new document: a new memo'
+		assert {element['index'] for element in reloaded}.isdisjoint(before.values())

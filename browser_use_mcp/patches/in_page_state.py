@@ -11,8 +11,8 @@ took 237 + 75 ms.
 What this does, for the states ``browser_get_state`` and ``include_state`` ask for (within
 ``offload_state.compact_state``; anything else keeps browser-use's own pipeline):
 
-- One ``Runtime.evaluate`` walks the composed tree in the page (elements, texts, open shadow
-  roots, same-origin frames) and returns, per node, what browser-use's enhanced tree holds:
+- One call (``Runtime.callFunctionOn`` on the document's memo, below) walks the composed tree in
+  the page (elements, texts, open shadow roots, same-origin frames) and returns, per node, what browser-use's enhanced tree holds:
   attributes, box in document coordinates, the computed styles browser-use reads, client and
   scroll rects, a control's live value and checked state, whether it scrolls, whether it has a
   click listener (DevTools' ``getEventListeners``, with browser-use's limits). The answer stays in
@@ -31,6 +31,12 @@ What this does, for the states ``browser_get_state`` and ``include_state`` ask f
 - The listed elements' backend node ids (the indices) come in one more call: the walked nodes,
   deep-serialized as WebDriver BiDi asks for them, carry their ``backendNodeId``. The selector map
   is then the same as browser-use's: same indices, stale-index guarantees unchanged.
+- Ids already known are not asked again: the walk runs on a memo kept for its document in the
+  inspector's object group (out of the page's reach), which tags every element it walks (a
+  ``WeakMap``, so the same element gets the same tag in every walk of the document, and a look-alike
+  a new one). The server keeps, per page, the backend id of each tag the last state listed; only the
+  listed elements new since then are asked for. A new document (or inspector session) loses the memo:
+  the next walk makes another.
 
 Sameness: ``benchmarks.in_page_state --site`` and ``tests/test_in_page_state.py`` compare the state's
 text with browser-use's own pipeline, character for character, on the corpus and the test site.
@@ -48,6 +54,7 @@ listener scan does: a page that lies about its layout to its own scripts lies to
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import functools
 import itertools
@@ -72,6 +79,8 @@ _groups = itertools.count(1)
 _releasing: set[asyncio.Future[None]] = set()
 fallbacks: dict[str, int] = {}  # why the trees were read instead, and how often (for tests and benchmarks)
 last_timing: dict[str, float] = {}  # the last walked state's steps, ms (for benchmarks)
+REMEMBER = True  # walks on a memo per document, and ids known from it (False: benchmarks' "as before")
+_ids_counted = [0, 0]  # the last state's listed elements: ids known from the memo, ids asked for
 
 
 def _fell_back(why: str) -> None:
@@ -88,7 +97,8 @@ def _styles() -> list[str]:
 # -- the walk (in the page) ----------------------------------------------------------------------
 
 WALK = r"""
-(() => {
+function () {
+  const memo = this;  // the page's memo (MEMO): its elements' tags, and DevTools' getEventListeners
   const STYLES = __STYLES__;
   const SCROLLS = new Set(['auto', 'scroll', 'overlay']);
   // Chromium's whitespace (ASCII, and the other characters of bidi class WS), not JavaScript's trim()'s
@@ -108,7 +118,7 @@ WALK = r"""
   let frames = 0;
   // rows that keep a far subtree (below): a shadow root, a frame, a scroller, an element near the band
   let keepers = 0, left = 0;
-  const listen = typeof getEventListeners === 'function' && document.querySelectorAll('*').length <= __HEAVY__;
+  const listen = memo.listeners !== null && document.querySelectorAll('*').length <= __HEAVY__;
   const listened = [];
   const visitDocument = (doc, parent) => {
     const me = rows.length;
@@ -194,7 +204,7 @@ WALK = r"""
     row.push(tag === 'input' || tag === 'textarea' ? s(node.value) : -1, tag === 'input' && node.checked ? 1 : 0);
     if (listen) {
       try {
-        const found = getEventListeners(node);
+        const found = memo.listeners(node);
         if (CLICK.some((kind) => found[kind])) listened.push(rows.length);
       } catch (e) {}
     }
@@ -247,12 +257,25 @@ WALK = r"""
   }
   for (const row of rows) if (row[0] === 3 && typeof row[2] === 'string') row[2] = s(row[2]);
   // kept by reference, in the inspector's object group only (the page cannot see it): the text for
-  // the state, the nodes for the backend ids of the listed ones
+  // the state, the nodes for the backend ids of the listed ones, the memo to keep for the next walk
   // the text for the state comes back with the walk's answer, unless there are more frames than browser-use reads
-  if (frames > __FRAMES__) return {text: null, nodes: [], blocked: 0, frames, left};
-  return {text: JSON.stringify({s: table, r: rows, l: listened.length > __LISTENED__ ? [] : listened}), nodes, blocked: 0, frames, left};
-})()
+  if (frames > __FRAMES__) return {text: null, nodes: [], blocked: 0, frames, left, memo};
+  // each kept element's tag: the same number for the same element in every walk on this memo (so of
+  // this document), which the server maps to the backend id it was given for it last time
+  const tags = memo.tags, tagged = rows.map((row, i) => {
+    if (row[0] !== 1) return 0;
+    let tag = tags.get(nodes[i]);
+    if (tag === undefined) { tag = memo.next++; tags.set(nodes[i], tag); }
+    return tag;
+  });
+  const text = JSON.stringify({s: table, r: rows, l: listened.length > __LISTENED__ ? [] : listened, g: tagged});
+  return {text, nodes, blocked: 0, frames, left, memo};
+}
 """
+# a memo for the walks of one document, kept in the inspector's MEMO_GROUP (out of the page's reach): a
+# tag per element it has walked (held weakly), and DevTools' getEventListeners (command-line API: only
+# an evaluation may ask for it, and the walk on a memo is a function call)
+MEMO = "({tags: new WeakMap(), next: 1, listeners: typeof getEventListeners === 'function' ? getEventListeners : null})"
 
 
 FOCUSABLE_TAGS = {'button', 'select', 'textarea', 'summary'}
@@ -589,10 +612,16 @@ def _finish(root: Any, threshold: int | None) -> None:
 			node.ax_node = derived_ax(node)
 
 
-@functools.lru_cache(maxsize=8)
 def walk_script(threshold: int | None, most_frames: int, leave_far: bool = True) -> str:
-	"""The walk, for browser-use's viewport threshold (None: no band, every box and style read) and
-	its ``max_iframes``; made once per pair. ``leave_far=False`` keeps far content (benchmarks)."""
+	"""The walk as an expression to evaluate (with the command-line API), on a new memo."""
+	return f'({walk_function(threshold, most_frames, leave_far)}).call({MEMO})'
+
+
+@functools.lru_cache(maxsize=8)
+def walk_function(threshold: int | None, most_frames: int, leave_far: bool = True) -> str:
+	"""The walk, a function called on its memo (``MEMO``), for browser-use's viewport threshold (None:
+	no band, every box and style read) and its ``max_iframes``; made once per pair.
+	``leave_far=False`` keeps far content (benchmarks)."""
 	from browser_use.dom import service as module
 
 	from browser_use_mcp.patches.dom_capture import CLICK_EVENTS, HEAVY_PAGE
@@ -629,17 +658,39 @@ class Walk:
 	left: int | None  # far subtrees left out (None: in a large answer, not read here)
 
 
-async def walk(call: Any, threshold: int | None, most_frames: int, group: str, leave_far: bool = True) -> Walk:
-	"""Walk the page on ``call`` (``offload_state.page_caller``), its answer kept in ``group``."""
+class _StaleMemo(Exception):
+	"""The memo is gone (its document, or the inspector session that held it)."""
+
+
+# how Chromium answers a call on an object that is gone: its document's context, or the session's
+_GONE = ('Cannot find context with specified id', 'Could not find object with given id', 'Inspected target navigated')
+
+
+async def walk(
+	call: Any, threshold: int | None, most_frames: int, group: str, leave_far: bool = True, memo: str | None = None
+) -> Walk:
+	"""Walk the page on ``call`` (``offload_state.page_caller``), its answer kept in ``group``: on the
+	memo whose object id is ``memo`` (``_StaleMemo`` when it is gone), or on a new one (the holder's
+	``memo``, for ``keep_memo``)."""
 	from browser_use_mcp.patches import offload_state
 
-	params = {
-		'expression': walk_script(threshold, most_frames, leave_far),
-		'objectGroup': group,
-		'includeCommandLineAPI': True,
-		'serializationOptions': HOLDER,
-	}
-	answer = await call('Runtime.evaluate', params, raw=True, least=WALK_RAW_MIN)
+	if memo is None:
+		method, params = (
+			'Runtime.evaluate',
+			{'expression': walk_script(threshold, most_frames, leave_far), 'includeCommandLineAPI': True},
+		)
+	else:
+		method, params = (
+			'Runtime.callFunctionOn',
+			{'objectId': memo, 'functionDeclaration': walk_function(threshold, most_frames, leave_far)},
+		)
+	params.update(objectGroup=group, serializationOptions=HOLDER)
+	try:
+		answer = await call(method, params, raw=True, least=WALK_RAW_MIN)
+	except Exception as exc:
+		if memo is not None and any(gone in str(exc) for gone in _GONE):
+			raise _StaleMemo(str(exc)) from exc
+		raise
 	if isinstance(answer, offload_state.RawAnswer):  # a large page: the text stays undecoded
 		raw = answer.text.encode() if isinstance(answer.text, str) else answer.text
 		# the holder's own id: the page's text is a JSON string in there, its quotes escaped
@@ -708,7 +759,11 @@ def _build_walked(job: WalkJob, garbage: list[Any]) -> Any:
 	decoded = time.perf_counter()
 	garbage.append(walked)
 	root = tree(walked, job.target_id, job.cdp_session_id, job.threshold)
-	return offload_state.serialized(root, False, job.browser_session_id, garbage, (started, decoded, cpu))
+	built = offload_state.serialized(root, False, job.browser_session_id, garbage, (started, decoded, cpu))
+	tags = walked.get('g')
+	if tags is not None:  # the listed elements' tags (``_backend_ids``)
+		built.tags = {index: tags[index - OFFSET] for index in built.elements}
+	return built
 
 
 # -- the main side -------------------------------------------------------------------------------
@@ -747,8 +802,16 @@ async def _walked_state(service: Any) -> Any:
 	cdp_session = await session.get_or_create_cdp_session(target_id=target_id, focus=False)
 	call = offload_state.page_caller(session, cdp_session)
 	group = f'{GROUP}-{next(_groups)}'
+	memo = _memos.get(cdp_session.session_id) if REMEMBER else None
+	kept: asyncio.Future[Memo | None] | None = None
 	try:
-		walked = await walk(call, service.viewport_threshold, service.max_iframes, group)
+		try:
+			walked = await walk(call, service.viewport_threshold, service.max_iframes, group, memo=memo and memo.object_id)
+		except _StaleMemo:  # a new document (or inspector session) since the last walk
+			memo = None
+			walked = await walk(call, service.viewport_threshold, service.max_iframes, group)
+		if memo is None and REMEMBER:  # the walk's new memo, kept for the next walk while this one is built
+			kept = asyncio.ensure_future(keep_memo(call, walked.holder, cdp_session.session_id))
 		holder, text = walked.holder, walked.text
 		read = time.perf_counter()
 		job = WalkJob(text, target_id, cdp_session.session_id, session.id, service.viewport_threshold)
@@ -757,8 +820,12 @@ async def _walked_state(service: Any) -> Any:
 		else:  # a small page: cheaper here than a hop
 			built = build_walked(job)
 		built_at = time.perf_counter()
-		real = await _backend_ids(call, holder, list(built.elements))
+		if kept is not None:
+			memo = await kept
+		real = await _backend_ids(call, holder, list(built.elements), built.tags, memo)
 	finally:
+		if kept is not None and not kept.done():
+			kept.cancel()
 		release = asyncio.ensure_future(_release(call, group))
 		_releasing.add(release)  # (a task nobody holds may be collected before it runs)
 		release.add_done_callback(_releasing.discard)
@@ -784,6 +851,8 @@ async def _walked_state(service: Any) -> Any:
 		**built.timing,
 		'build_total_ms': (built_at - read) * 1000,
 		'ids_ms': (time.perf_counter() - built_at) * 1000,
+		'ids_known': _ids_counted[0],  # listed elements whose ids the memo knew
+		'ids_asked': _ids_counted[1],
 		'get_serialized_dom_tree_total_ms': (time.perf_counter() - started) * 1000,
 	}
 	last_timing.clear()
@@ -791,12 +860,61 @@ async def _walked_state(service: Any) -> Any:
 	return state, None, timing
 
 
-async def _backend_ids(call: Any, holder: str, stand_ins: list[int]) -> dict[int, int]:
+@dataclasses.dataclass
+class Memo:
+	"""A document's memo in the page (``MEMO``), and what the server knows of its tags: the backend id
+	of each element listed in the last state."""
+
+	object_id: str
+	known: dict[int, int] = dataclasses.field(default_factory=dict)  # tag -> backend node id
+
+
+MEMOS = 256  # memos remembered (one per CDP session to a page: the oldest forgotten first)
+MEMO_GROUP = 'browser-use-mcp-page-memo'  # the inspector object group that keeps them (the page's lifetime)
+_memos: collections.OrderedDict[str | None, Memo] = collections.OrderedDict()
+
+
+async def keep_memo(call: Any, holder: str, key: str | None) -> Memo | None:
+	"""Keep the memo the walk on ``holder`` made, for the next walks of its document (None when it
+	could not be kept: the next walk makes another)."""
+	try:
+		answer = await call(
+			'Runtime.callFunctionOn',
+			{'objectId': holder, 'functionDeclaration': 'function () { return this.memo; }', 'objectGroup': MEMO_GROUP},
+		)
+		object_id = (answer.get('result') or {}).get('objectId')
+	except Exception:  # the page is gone: so is the memo
+		return None
+	if not isinstance(object_id, str):
+		return None
+	memo = _memos[key] = Memo(object_id)
+	_memos.move_to_end(key)
+	while len(_memos) > MEMOS:
+		_memos.popitem(last=False)
+	return memo
+
+
+async def _backend_ids(
+	call: Any, holder: str, stand_ins: list[int], tags: dict[int, int] | None = None, memo: Memo | None = None
+) -> dict[int, int]:
+	"""The backend node ids of the walked nodes ``stand_ins`` name: those of elements the memo's last
+	state listed (by their ``tags``) as it learnt them, the others in one call. The memo then knows
+	this state's."""
+	known = memo.known if memo is not None and tags is not None else {}
+	real = {index: known[tags[index]] for index in stand_ins if tags and tags.get(index) in known}
+	asked = [index for index in stand_ins if index not in real]
+	_ids_counted[:] = [len(real), len(asked)]
+	if asked:
+		real.update(await _ask_ids(call, holder, asked))
+	if memo is not None and tags is not None:
+		memo.known = {tags[index]: real[index] for index in stand_ins}
+	return real
+
+
+async def _ask_ids(call: Any, holder: str, stand_ins: list[int]) -> dict[int, int]:
 	"""The backend node ids of the walked nodes ``stand_ins`` name, in one call."""
 	from browser_use_mcp.patches.dom_capture import DEEP_NODES
 
-	if not stand_ins:
-		return {}
 	rows = [index - OFFSET for index in stand_ins]
 	answer = await call(
 		'Runtime.callFunctionOn',
@@ -860,7 +978,7 @@ PATCH = Patch(
 	changes='for browser_get_state and include_state (with ``offload_state``), the page is read by one walk in the page '
 	"instead of Chromium's snapshot, DOM and accessibility trees, leaving out plain content far outside browser-use's "
 	"band; browser-use's own serializer lists its elements (accessibility nodes derived from the DOM, no paint-order "
-	'filter) and the listed ones get their backend ids.',
+	"filter) and the listed ones get their backend ids (asked for only when the page's memo has not seen them listed).",
 	why='reading and decoding the three trees was as long as the whole state on real pages (stdtypes: 1.4 s + 0.7 s); '
 	'a walk reading the same inputs takes a fraction of it, and the state it gives is the same text.',
 	package='browser-use',

@@ -208,6 +208,7 @@ class Built:
 	pagination: list[dict[str, Any]]
 	timing: dict[str, float]
 	needs_browser: bool = False  # more CDP was needed (cross-origin iframes): build in process instead
+	tags: dict[int, int] | None = None  # a walked state's: each element's tag in its page's memo (in_page_state)
 
 
 class NeedsBrowser(Exception):
