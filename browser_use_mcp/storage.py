@@ -227,34 +227,67 @@ def _frame_origins(tree: dict[str, Any]) -> list[str]:
 	return out
 
 
-async def read_state(state: SessionState) -> StorageState:
+TAB_READ_BOUND = 3.0  # s a tab gets to show its frames and localStorage: a hung page never answers
+
+
+async def read_state(state: SessionState, unread: list[str] | None = None) -> StorageState:
 	"""The session's cookies (its own context's jar only) and the localStorage of every origin
-	shown in its tabs."""
+	shown in its tabs. A tab that does not answer within ``TAB_READ_BOUND`` (a script that never
+	ends) is left out; what that leaves out is said in ``unread``."""
 	bs = state.browser_session
 	reply = await bs.cdp_client.send.Storage.getCookies(params={})
 	cookies = [c for c in (_cookie_out(raw) for raw in reply.get('cookies', [])) if c is not None]
+	targets = list(bs.session_manager.get_all_page_targets())
+	# every tab at once, each bounded: one hung tab costs the bound, not the tool's deadline
+	found = await asyncio.gather(*(_tab_storage(bs, target.target_id) for target in targets))
 	origins: dict[str, OriginState] = {}
-	for target in bs.session_manager.get_all_page_targets():
-		try:
-			cdp = await bs.get_or_create_cdp_session(target_id=target.target_id, focus=False)
-			send, session_id = cdp.cdp_client.send, cdp.session_id
-			tree = await send.Page.getFrameTree(session_id=session_id)
-		except Exception as exc:  # a tab closing under us: it has nothing to add
-			logger.info('could not read the frames of a tab: %s', str(exc)[:200])
-			continue
-		for origin in _frame_origins(tree.get('frameTree') or {}):
-			if origin in origins:
+	read: set[str] = set()
+	for tab in found:
+		for origin, entries in tab or ():
+			if origin in read:
 				continue
-			storage_id = {'securityOrigin': origin, 'isLocalStorage': True}
-			try:
-				items = await send.DOMStorage.getDOMStorageItems(params={'storageId': storage_id}, session_id=session_id)
-			except Exception as exc:  # e.g. an out-of-process frame: its origin is read where it is a page
-				logger.info('could not read the localStorage of %s: %s', origin, str(exc)[:200])
-				continue
-			entries = [StorageItem(name=k, value=v) for k, v in items.get('entries', [])]
+			read.add(origin)
 			if entries:
 				origins[origin] = OriginState(origin=origin, localStorage=entries)
+	for target, tab in zip(targets, found, strict=True):
+		origin = canonical_origin(target.url or '')
+		if tab is None and origin is not None and origin not in read and unread is not None:
+			unread.append(
+				f'The tab at {target.url} did not answer within {TAB_READ_BOUND:g} s (a script that never ends, or a '
+				f'page busy that long): the localStorage of {origin} is not in this state. Close that tab with '
+				'browser_close_tab or navigate it elsewhere, then save again to include it.'
+			)
 	return StorageState(cookies=cookies, origins=list(origins.values()))
+
+
+async def _tab_storage(bs: Any, target_id: str) -> list[tuple[str, list[StorageItem]]] | None:
+	"""(origin, its localStorage entries) of each frame origin of one tab read there; [] for a tab
+	closing under us, None for one that did not answer in time."""
+	try:
+		return await asyncio.wait_for(_read_tab(bs, target_id), TAB_READ_BOUND)
+	except TimeoutError:
+		logger.info('a tab did not answer within %g s: its localStorage is left out', TAB_READ_BOUND)
+		return None
+
+
+async def _read_tab(bs: Any, target_id: str) -> list[tuple[str, list[StorageItem]]]:
+	try:
+		cdp = await bs.get_or_create_cdp_session(target_id=target_id, focus=False)
+		send, session_id = cdp.cdp_client.send, cdp.session_id
+		tree = await send.Page.getFrameTree(session_id=session_id)
+	except Exception as exc:  # a tab closing under us: it has nothing to add
+		logger.info('could not read the frames of a tab: %s', str(exc)[:200])
+		return []
+	out: list[tuple[str, list[StorageItem]]] = []
+	for origin in _frame_origins(tree.get('frameTree') or {}):
+		storage_id = {'securityOrigin': origin, 'isLocalStorage': True}
+		try:
+			items = await send.DOMStorage.getDOMStorageItems(params={'storageId': storage_id}, session_id=session_id)
+		except Exception as exc:  # e.g. an out-of-process frame: its origin is read where it is a page
+			logger.info('could not read the localStorage of %s: %s', origin, str(exc)[:200])
+			continue
+		out.append((origin, [StorageItem(name=k, value=v) for k, v in items.get('entries', [])]))
+	return out
 
 
 # -- starting a session from a state ------------------------------------------------------------------

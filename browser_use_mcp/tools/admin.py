@@ -362,7 +362,8 @@ async def browser_save_state(state: SessionState, args: SaveStateArgs, call: Cal
 	sessionStorage, IndexedDB and the localStorage of origins not open are not included. Cookie values are secrets
 	of the sites: pass the result on only to sessions you trust."""
 	name = check_name(args.path, 'path') if args.path is not None else None
-	data = await read_state(state)
+	unread: list[str] = []
+	data = await read_state(state, unread)
 	out = SavedState.model_validate(data.model_dump()).dump()
 	summary = f'Storage state of session {state.session_id!r}: {_counts(data)}.'
 	if name is not None:
@@ -371,7 +372,7 @@ async def browser_save_state(state: SessionState, args: SaveStateArgs, call: Cal
 			f' Saved as {name!r} (kept until the server stops): start a session from it with '
 			f'browser_create_session{{storage_state: "{name}"}}.'
 		)
-	return Reply(f'{summary}\n{as_json(out)}', structured=out)
+	return Reply(f'{summary}\n{as_json(out)}', structured=out, notes=unread)
 
 
 class CloneArgs(Args):
@@ -393,8 +394,10 @@ async def browser_clone_session(registry: SessionRegistry, args: CloneArgs, call
 		registry.raise_if_lost(principal, source)
 		raise SessionNotFound(source)
 
+	unread: list[str] = []
+
 	async def snapshot(session: SessionState) -> tuple[StorageState, str, SessionOptions | None]:
-		return await read_state(session), await current_url(session), session.options
+		return await read_state(session, unread), await current_url(session), session.options
 
 	# the source is locked only while it is read; the clone is made to the source's order
 	_, (data, url, options) = await registry.run(principal, source, snapshot, create=False)
@@ -405,6 +408,7 @@ async def browser_clone_session(registry: SessionRegistry, args: CloneArgs, call
 	await _start_from(registry, state, data, target)
 	notes = state.take_notes()
 	notes.append(f'Cloned from {source!r}: {_counts(data)}' + (f'; opened {target}.' if target else '.'))
+	notes.extend(unread)
 	out = _created(registry, state, True)
 	return Reply(as_json(out), structured=out, notes=notes)
 

@@ -147,3 +147,42 @@ async def test_a_site_that_never_answers_is_said_plainly_and_leaves_the_tab_usab
 				assert state.json()['url'] == (f'{site}/two' if not new_tab else 'about:blank'), state.text[:300]
 			tabs = (await mcp.ok('browser_list_tabs')).structured['tabs']
 			assert [t['url'] for t in tabs] == [f'{site}/two', 'about:blank'], tabs
+
+
+async def test_a_hung_background_tab_does_not_hold_save_or_clone(server: RawServer, site: str) -> None:
+	"""Found by fuzzing: a tab stuck in a script, not the focused one, made browser_save_state fail at its
+	deadline (45 s) naming the healthy tab, and browser_clone_session take a minute. A hung tab's page
+	answers nothing (its localStorage cannot be read); the others' state is saved, and the reply says
+	which origin was left out and why."""
+	from harness.servers import html_pages
+
+	with html_pages({'/stuck': '<p>stuck</p>'}) as other:
+		async with server.client() as mcp:
+			await mcp.ok('browser_navigate', url=f'{site}/two')
+			await mcp.ok('browser_evaluate', expression="localStorage.setItem('kept', 'here'); 1")
+			tabs = (await mcp.ok('browser_list_tabs')).structured['tabs']
+			await mcp.ok('browser_navigate', url=f'{other}/stuck', new_tab=True)
+			await mcp.ok('browser_evaluate', expression="localStorage.setItem('lost', 'there'); 1")
+			await mcp.ok('browser_evaluate', expression='setTimeout(() => { while (true) {} }, 300); 1')
+			await asyncio.sleep(0.6)
+			await mcp.ok('browser_switch_tab', tab_id=tabs[0]['tab_id'])
+
+			started = time.monotonic()
+			saved = await asyncio.wait_for(mcp.call('browser_save_state'), 90)
+			took = time.monotonic() - started
+			assert not saved.is_error, saved.text
+			assert took < 8, f'{took:.1f} s'
+			said = ' '.join(saved.texts)
+			assert 'did not answer' in said and other in said, said
+			origins = {o['origin']: o['localStorage'] for o in saved.structured['origins']}
+			assert origins == {site.rstrip('/'): [{'name': 'kept', 'value': 'here'}]}, origins
+
+			started = time.monotonic()
+			clone = await asyncio.wait_for(mcp.call('browser_clone_session', from_session_id='default', session_id='copy'), 90)
+			took = time.monotonic() - started
+			assert not clone.is_error, clone.text
+			assert took < 15, f'{took:.1f} s'
+			said = ' '.join(clone.texts)
+			assert 'did not answer' in said and other in said, said
+			stored = await mcp.ok('browser_evaluate', session_id='copy', expression="localStorage.getItem('kept')")
+			assert stored.structured['result'] == 'here'
