@@ -133,6 +133,7 @@ class ServerConfig:
 	typing_keeps_focus: bool = True  # browser_type sends no synthetic blur after typing (autocompletes stay open)
 	late_target_info: bool = True  # a new tab's URL changed while browser-use attached it is kept, not dropped
 	navigation_wake: bool = True  # a navigation returns once its page is ready, not at the next 50 ms poll tick
+	popup_resume: bool = True  # a tab a page opens is let run once attached (the headless shell holds it, and its opener)
 	chromium_args: tuple[str, ...] = ()  # extra Chromium flags for every launch (e.g. a proxy)
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
@@ -268,6 +269,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'typing_keeps_focus': (f'{ENV_PREFIX}TYPING_KEEPS_FOCUS', _truthy),
 	'late_target_info': (f'{ENV_PREFIX}LATE_TARGET_INFO', _truthy),
 	'navigation_wake': (f'{ENV_PREFIX}NAVIGATION_WAKE', _truthy),
+	'popup_resume': (f'{ENV_PREFIX}POPUP_RESUME', _truthy),
 	'dialog_gate': (f'{ENV_PREFIX}DIALOG_GATE', _truthy),
 	'chromium_args': (f'{ENV_PREFIX}CHROMIUM_ARGS', lambda v: tuple(shlex.split(v))),
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),

@@ -65,6 +65,7 @@ PATCH_MODULES = (
 	'dialog_hold',
 	'late_target_info',
 	'navigation_wake',
+	'popup_resume',
 )
 
 
