@@ -37,6 +37,14 @@ FAR = """<button id=top>Top</button><div style="height:4000px"></div>
 <div><div><div><div><span>deep</span> <em>plain</em> text</div></div></div></div>
 </section>
 <script>document.getElementById('host').attachShadow({mode: 'open'}).innerHTML = '<button>shadow far</button><input style="display:none" value=unseen>';</script>"""
+# elements with a layout object and no fragment (SVG resources), an empty inline, a column, a display:
+# contents wrapper: the walk tells them as the snapshot does
+ODD = """<a href="/w">long word</a> <span onclick="1"></span>
+<svg width=40 height=20><defs><linearGradient id=g role=button tabindex=0 onclick="1"><stop offset=0 stop-color=red></stop>
+</linearGradient></defs><rect width=20 height=20 fill="url(#g)" role=button tabindex=0 aria-label=square></rect>
+<g onclick="1"><rect x=22 width=18 height=20></rect></g></svg>
+<table><colgroup><col onclick="1" style="width:40px"><col></colgroup><tr><td><button>in table</button><td>two</table>
+<span style="display:contents" onclick="1"><button>contents child</button></span>"""
 SCALED = '<button>One</button><input placeholder=name value=typed><a href="/far" style="margin-top:1500px;display:block">Far</a>'
 
 
@@ -293,3 +301,18 @@ async def test_repeat_states_know_their_ids_and_nothing_stale(catalog: Any, site
 		assert fell_back == {} and reloaded == trees
 		assert in_page_state.last_timing['ids_known'] == 0, 'a new document: a new memo'
 		assert {element['index'] for element in reloaded}.isdisjoint(before.values())
+
+
+async def test_elements_without_a_box_of_their_own_are_read_as_the_trees_read_them(catalog: Any) -> None:
+	"""Once checkVisibility says an element has a layout object, the walk takes it to have a box (no
+	getClientRects per element), except in SVG, whose resources (defs, gradients) have a layout object
+	and no box: those are asked. The element list and browser-use's whole text are the three trees'."""
+	from harness.servers import html_pages
+
+	with html_pages({'/odd': ODD}) as url:
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/odd')
+		walked, trees, fell_back = await both_ways(catalog)
+		assert fell_back == {} and walked == trees
+		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+		assert await serialized_text(state, True) == await serialized_text(state, False)
+	assert {'in table', 'contents child'} <= {e['text'] for e in walked}, walked

@@ -88,10 +88,16 @@ def _fell_back(why: str) -> None:
 	logger.debug('page state from the three trees: %s', why)
 
 
+# computed styles browser-use asks the snapshot for that nothing reads on this route: the paint-order
+# filter's background colour (the walk has no paint order), and two nothing in browser-use 0.13.14 reads
+UNREAD_STYLES = ('background-color', 'pointer-events', 'position')
+
+
 def _styles() -> list[str]:
+	"""The computed styles the walk reads, in browser-use's order."""
 	from browser_use.dom.enhanced_snapshot import REQUIRED_COMPUTED_STYLES
 
-	return list(REQUIRED_COMPUTED_STYLES)
+	return [name for name in REQUIRED_COMPUTED_STYLES if name not in UNREAD_STYLES]
 
 
 # -- the walk (in the page) ----------------------------------------------------------------------
@@ -101,6 +107,7 @@ function () {
   const memo = this;  // the page's memo (MEMO): its elements' tags, and DevTools' getEventListeners
   const STYLES = __STYLES__;
   const SCROLLS = new Set(['auto', 'scroll', 'overlay']);
+  const SVG = 'http://www.w3.org/2000/svg';
   // Chromium's whitespace (ASCII, and the other characters of bidi class WS), not JavaScript's trim()'s
   const BLANK = /^[\t\n\v\f\r \u1680\u2000-\u200a\u2028\u205f\u3000]*$/;
   const CLICK = __CLICK__;
@@ -169,10 +176,13 @@ function () {
     // checkVisibility first: it answers without laying out what Chromium skips (a closed <details>'s
     // content, content-visibility: hidden), which getClientRects would lay out, and keep laid out,
     // and which the snapshot (so browser-use) does not see
-    const seen = node.checkVisibility === undefined || node.checkVisibility();
+    const checks = node.checkVisibility !== undefined;  // (Chromium 105 on)
+    const seen = !checks || node.checkVisibility();
     if (!seen) unseen.add(node);
     const tag = node.localName;
-    const laidOut = seen && node.getClientRects().length > 0;
+    // seen by checkVisibility, it has a layout object, which the snapshot gives a box (a <wbr> too, 0 px
+    // wide, where getClientRects has none); but SVG's resources (defs, gradients, ...) have none there
+    const laidOut = seen && (checks && node.namespaceURI !== SVG || node.getClientRects().length > 0);
     let far = laidOut ? 0 : parentFar;  // an element without a box is as far as its parent
     if (laidOut) {
       const b = node.getBoundingClientRect();
