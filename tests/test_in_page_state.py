@@ -45,6 +45,10 @@ ODD = """<a href="/w">long word</a> <span onclick="1"></span>
 <g onclick="1"><rect x=22 width=18 height=20></rect></g></svg>
 <table><colgroup><col onclick="1" style="width:40px"><col></colgroup><tr><td><button>in table</button><td>two</table>
 <span style="display:contents" onclick="1"><button>contents child</button></span>"""
+# checkboxes set indeterminate by script (one checked underneath), and a radio (which has no such state)
+MIXED = """<label><input type=checkbox id=a> a</label> <label><input type=checkbox id=b checked> b</label>
+<label><input type=checkbox id=c> c</label> <label><input type=radio id=d name=r> d</label>
+<script>for (const id of ['a', 'b', 'd']) document.getElementById(id).indeterminate = true;</script>"""
 SCALED = '<button>One</button><input placeholder=name value=typed><a href="/far" style="margin-top:1500px;display:block">Far</a>'
 
 
@@ -316,3 +320,19 @@ async def test_elements_without_a_box_of_their_own_are_read_as_the_trees_read_th
 		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
 		assert await serialized_text(state, True) == await serialized_text(state, False)
 	assert {'in table', 'contents child'} <= {e['text'] for e in walked}, walked
+
+
+async def test_an_indeterminate_checkbox_is_mixed_as_the_trees_say(catalog: Any) -> None:
+	"""A checkbox a script set indeterminate is "mixed" in Chromium's accessibility tree, checked or not
+	underneath, and browser-use's text says so; the walk sends that state and derives the same (it said
+	checked or unchecked before). The state's own form state keeps the box's checked value, both ways."""
+	from harness.servers import html_pages
+
+	with html_pages({'/mixed': MIXED}) as url:
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/mixed')
+		walked, trees, fell_back = await both_ways(catalog)
+		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+		text = await serialized_text(state, True)
+		assert text == await serialized_text(state, False)
+	assert fell_back == {} and walked == trees
+	assert text.count('mixed') == 2, text

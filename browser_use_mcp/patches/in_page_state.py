@@ -41,8 +41,7 @@ What this does, for the states ``browser_get_state`` and ``include_state`` ask f
 Sameness: ``benchmarks.in_page_state --site`` and ``tests/test_in_page_state.py`` compare the state's
 text with browser-use's own pipeline, character for character, on the corpus and the test site.
 Intended differences: no paint-order filter (an element entirely hidden under an opaque one is
-listed), an ``input.indeterminate`` checkbox is not "mixed", and the accessible name is not
-computed (browser-use's state text does not show it).
+listed), and the accessible name is not computed (browser-use's state text does not show it).
 
 Falls back to the three trees (``offload_state``'s path) when the page has a frame whose document it
 cannot read (cross-origin: Chromium's trees have it, the page does not), more frames than
@@ -211,7 +210,9 @@ function () {
     // the attributes of an element that may be left out (far, under a far parent) are read once it is kept
     const later = far && parentFar && tag !== 'iframe' && tag !== 'frame';
     if (!later) row[3] = attributes(node);
-    row.push(tag === 'input' || tag === 'textarea' ? s(node.value) : -1, tag === 'input' && node.checked ? 1 : 0);
+    // checked (1), and an indeterminate checkbox (2): what its accessibility node says ("mixed")
+    row.push(tag === 'input' || tag === 'textarea' ? s(node.value) : -1,
+      tag === 'input' ? (node.checked ? 1 : 0) | (node.indeterminate && node.type === 'checkbox' ? 2 : 0) : 0);
     if (listen) {
       try {
         const found = memo.listeners(node);
@@ -388,7 +389,7 @@ def _in_disabled_fieldset(node: Any) -> bool:
 	return False
 
 
-def derived_ax(node: Any) -> Any:
+def derived_ax(node: Any, mixed: bool = False) -> Any:
 	from browser_use.dom.views import EnhancedAXNode, EnhancedAXProperty
 
 	tag, attrs = node.tag_name, node.attributes or {}
@@ -428,7 +429,8 @@ def derived_ax(node: Any) -> Any:
 		props.append(('orientation', 'horizontal'))
 	if role in ('checkbox', 'radio', 'switch', 'menuitemcheckbox', 'menuitemradio'):
 		live = snap.input_checked if snap is not None and snap.input_checked is not None else 'checked' in attrs
-		props.append(('checked', attrs.get('aria-checked', 'true' if live else 'false')))
+		state = 'mixed' if mixed and role == 'checkbox' else 'true' if live else 'false'
+		props.append(('checked', attrs.get('aria-checked', state)))
 	if 'aria-expanded' in attrs:
 		props.append(('expanded', attrs['aria-expanded'] == 'true'))
 	if 'aria-pressed' in attrs:
@@ -485,6 +487,7 @@ def tree(walked: dict[str, Any], target_id: str, session_id: str | None, thresho
 	from browser_use.dom.views import DOMRect, EnhancedDOMTreeNode, EnhancedSnapshotNode, NodeType
 
 	strings, rows, listened = walked['s'], walked['r'], set(walked['l'])
+	mixed: set[int] = set()  # indeterminate checkboxes, by row
 	style_names = _styles()
 	built: list[Any] = []
 	for i, row in enumerate(rows):
@@ -500,7 +503,9 @@ def tree(walked: dict[str, Any], target_id: str, session_id: str | None, thresho
 			# laid out: [1, parent, name, attrs, 1, x, y, w, h, styles, client, scroll, scrolls, value, checked]
 			# not:      [1, parent, name, attrs, 0, value, checked]
 			at = 13 if laid_out else 5
-			input_value, checked = row[at], row[at + 1] == 1
+			input_value, checked = row[at], row[at + 1] & 1 == 1
+			if row[at + 1] & 2:
+				mixed.add(i)
 			sensitive = attributes.get('type', '').lower() in _SENSITIVE_INPUT_TYPES or attributes.get(
 				'autocomplete', ''
 			).lower().startswith(_SENSITIVE_AUTOCOMPLETE_PREFIXES)
@@ -579,11 +584,11 @@ def tree(walked: dict[str, Any], target_id: str, session_id: str | None, thresho
 					parent.children_nodes = []
 				parent.children_nodes.append(node)  # (a list made anew per child: quadratic on a wide parent)
 	root = built[0]
-	_finish(root, threshold)
+	_finish(root, threshold, mixed)
 	return root
 
 
-def _finish(root: Any, threshold: int | None) -> None:
+def _finish(root: Any, threshold: int | None, mixed: set[int] | frozenset[int] = frozenset()) -> None:
 	"""Positions, frames and visibility, as ``DomService._construct_enhanced_node`` sets them (without
 	its recursion: a deep page must not end in a RecursionError), and the derived accessibility nodes."""
 	from browser_use.dom.service import DomService
@@ -619,7 +624,7 @@ def _finish(root: Any, threshold: int | None) -> None:
 		# elements, scrollers and file inputs: ~40 % of a long page's elements are neither (each
 		# derived node costs ~4 us)
 		if node.node_type == NodeType.ELEMENT_NODE and (node.is_visible or node.is_scrollable or node.node_name == 'INPUT'):
-			node.ax_node = derived_ax(node)
+			node.ax_node = derived_ax(node, node.node_id in mixed)
 
 
 def walk_script(threshold: int | None, most_frames: int, leave_far: bool = True) -> str:
