@@ -594,25 +594,22 @@ def _finish(root: Any, threshold: int | None, mixed: set[int] | frozenset[int] =
 	from browser_use.dom.service import DomService
 	from browser_use.dom.views import DOMRect, NodeType
 
+	# each node's frames and offset are its parent's, new ones made only where a document or a frame
+	# changes them (a list and a rect per node cost ~1.5 ms of a 1,800-node build)
 	stack: list[tuple[Any, list[Any], Any]] = [(root, [], DOMRect(0.0, 0.0, 0.0, 0.0))]
 	while stack:
-		node, html_frames, offset = stack.pop()
-		offset = DOMRect(offset.x, offset.y, offset.width, offset.height)
+		node, frames, offset = stack.pop()
 		snap = node.snapshot_node
-		if snap is not None and snap.bounds is not None:
-			node.absolute_position = DOMRect(
-				snap.bounds.x + offset.x, snap.bounds.y + offset.y, snap.bounds.width, snap.bounds.height
-			)
-		frames = html_frames.copy()
+		bounds = snap.bounds if snap is not None else None
+		if bounds is not None:
+			node.absolute_position = DOMRect(bounds.x + offset.x, bounds.y + offset.y, bounds.width, bounds.height)
 		if node.node_type == NodeType.ELEMENT_NODE and node.node_name == 'HTML' and node.frame_id is not None:
-			frames.append(node)
+			frames = [*frames, node]
 			if snap is not None and snap.scrollRects is not None:
-				offset.x -= snap.scrollRects.x
-				offset.y -= snap.scrollRects.y
-		if node.node_name.upper() in ('IFRAME', 'FRAME') and snap is not None and snap.bounds is not None:
-			frames.append(node)
-			offset.x += snap.bounds.x
-			offset.y += snap.bounds.y
+				offset = DOMRect(offset.x - snap.scrollRects.x, offset.y - snap.scrollRects.y, offset.width, offset.height)
+		if bounds is not None and node.node_name.upper() in ('IFRAME', 'FRAME'):
+			frames = [*frames, node]
+			offset = DOMRect(offset.x + bounds.x, offset.y + bounds.y, offset.width, offset.height)
 		for child in reversed(node.children_nodes or []):
 			stack.append((child, frames, offset))
 		for shadow in reversed(node.shadow_roots or []):
