@@ -49,6 +49,14 @@ ODD = """<a href="/w">long word</a> <span onclick="1"></span>
 MIXED = """<label><input type=checkbox id=a> a</label> <label><input type=checkbox id=b checked> b</label>
 <label><input type=checkbox id=c> c</label> <label><input type=radio id=d name=r> d</label>
 <script>for (const id of ['a', 'b', 'd']) document.getElementById(id).indeterminate = true;</script>"""
+# content overflowing boxes in the band: hidden, visible, clipped (sizes not read: nothing scrolls) and
+# scrolling vertically and sideways (sizes read: browser-use shows them as scrollable)
+OVERFLOW = """<div style="height:40px;overflow:hidden"><p>line</p><p>line</p><p>line</p><button>under hidden</button></div>
+<div style="height:40px"><p>visible</p><p>overflow</p><p>spills</p><a href="/v">spilled link</a></div>
+<div style="height:40px;overflow:clip"><p>clipped</p><p>clipped</p><button>clipped button</button></div>
+<div style="height:40px;overflow-y:auto"><p>a</p><p>b</p><p>c</p><button>in scroller</button></div>
+<div style="width:80px;overflow-x:scroll;white-space:nowrap">a long line that scrolls sideways <a href="/x">side</a></div>
+<div style="height:40px;overflow:overlay"><p>a</p><p>b</p><p>c</p><button>in overlay</button></div>"""
 SCALED = '<button>One</button><input placeholder=name value=typed><a href="/far" style="margin-top:1500px;display:block">Far</a>'
 
 
@@ -336,3 +344,21 @@ async def test_an_indeterminate_checkbox_is_mixed_as_the_trees_say(catalog: Any)
 		assert text == await serialized_text(state, False)
 	assert fell_back == {} and walked == trees
 	assert text.count('mixed') == 2, text
+
+
+async def test_overflowing_content_in_the_band_is_read_as_the_trees_read_it(catalog: Any) -> None:
+	"""In the band the walk reads an element's sizes only where its content can scroll (overflow auto,
+	scroll or overlay) or for a document or frame: elsewhere browser-use's scroll test makes nothing of
+	them. Boxes overflowing hidden, visibly or clipped, and scrollers both ways: the element list and
+	browser-use's whole text (its scroll marks among it) are the three trees'."""
+	from harness.servers import html_pages
+
+	with html_pages({'/overflow': OVERFLOW}) as url:
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/overflow')
+		walked, trees, fell_back = await both_ways(catalog)
+		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+		text = await serialized_text(state, True)
+		assert text == await serialized_text(state, False)
+	assert fell_back == {} and walked == trees
+	assert {'in scroller', 'side', 'in overlay', 'spilled link'} <= {e['text'] for e in walked}, walked
+	assert text.count('scroll') >= 3, text

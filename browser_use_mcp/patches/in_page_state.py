@@ -185,17 +185,24 @@ function () {
     let far = laidOut ? 0 : parentFar;  // an element without a box is as far as its parent
     if (laidOut) {
       const b = node.getBoundingClientRect();
-      const cw = node.clientWidth, ch = node.clientHeight, sw = node.scrollWidth, sh = node.scrollHeight;
-      const overflows = sw > cw || sh > ch;
       const band = bands.get(win);
       const inBand = b.bottom + band.shift >= -BAND && b.top + band.shift <= band.bottom;
+      // browser-use reads styles for visibility (in the band only), scrolling (an element whose content
+      // overflows) and the cursor (of visible elements): elsewhere they change nothing
+      let cs = inBand ? win.getComputedStyle(node) : null;
+      // its sizes: in the band they matter only where content can scroll (browser-use's scroll test asks
+      // for overflow auto, scroll or overlay) and for a document or a frame; beyond it, overflowing
+      // content may reach back into the band
+      const sized = cs === null || tag === 'html' || tag === 'iframe' || tag === 'frame' ||
+        SCROLLS.has(cs.overflowX) || SCROLLS.has(cs.overflowY);
+      const cw = sized ? node.clientWidth : 0, ch = sized ? node.clientHeight : 0;
+      const sw = sized ? node.scrollWidth : 0, sh = sized ? node.scrollHeight : 0;
+      const overflows = sw > cw || sh > ch;
       if (b.bottom + band.shift < -BAND - MARGIN || b.top + band.shift > band.bottom + MARGIN) far = 1;
       else keepers++;
       if (overflows) keepers++;
       parentBox.set(node, inBand || overflows ? null : b);  // null: its texts get their own boxes
-      // browser-use reads styles for visibility (in the band only), scrolling (an element whose content
-      // overflows) and the cursor (of visible elements): elsewhere they change nothing
-      const cs = inBand || overflows ? win.getComputedStyle(node) : null;
+      if (cs === null && overflows) cs = win.getComputedStyle(node);
       const styles = cs ? STYLES.map((name) => s(cs.getPropertyValue(name))) : null;
       const scrolls = cs !== null && ((SCROLLS.has(cs.overflowX) && sw > cw) || (SCROLLS.has(cs.overflowY) && sh > ch));
       // client and scroll rects: browser-use reads them to tell a scroller (content overflowing), and of
