@@ -14,7 +14,8 @@ What this does, for the states ``browser_get_state`` and ``include_state`` ask f
 - One call (``Runtime.callFunctionOn`` on the document's memo, below) walks the composed tree in
   the page (elements, texts, open shadow roots, same-origin frames) and returns, per node, what browser-use's enhanced tree holds:
   attributes, box in document coordinates, the computed styles browser-use reads, client and
-  scroll rects, a control's live value and checked state, whether it scrolls, whether it has a
+  scroll rects where its scroll test can use them, a control's live value, checked and
+  indeterminate state, whether it scrolls, whether it has a
   click listener (DevTools' ``getEventListeners``, with browser-use's limits). The answer stays in
   the inspector's object group; its text comes back undecoded (straight from our browser's pipe
   when the session's browser is one of ours) and goes to the page-state worker.
