@@ -315,18 +315,26 @@ async def test_repeat_states_know_their_ids_and_nothing_stale(catalog: Any, site
 		assert {element['index'] for element in reloaded}.isdisjoint(before.values())
 
 
+async def compared(catalog: Any, html: str) -> tuple[list[Any], list[Any], dict[str, int], str]:
+	"""A page of ``html`` read both ways: the walk's elements, the trees', why the walk fell back, and
+	browser-use's whole text from the walk, which must be the trees' character for character."""
+	from harness.servers import html_pages
+
+	with html_pages({'/page': html}) as url:
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/page')
+		walked, trees, fell_back = await both_ways(catalog)
+		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+		text = await serialized_text(state, True)
+		assert text == await serialized_text(state, False)
+	return walked, trees, fell_back, text
+
+
 async def test_elements_without_a_box_of_their_own_are_read_as_the_trees_read_them(catalog: Any) -> None:
 	"""Once checkVisibility says an element has a layout object, the walk takes it to have a box (no
 	getClientRects per element), except in SVG, whose resources (defs, gradients) have a layout object
 	and no box: those are asked. The element list and browser-use's whole text are the three trees'."""
-	from harness.servers import html_pages
-
-	with html_pages({'/odd': ODD}) as url:
-		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/odd')
-		walked, trees, fell_back = await both_ways(catalog)
-		assert fell_back == {} and walked == trees
-		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
-		assert await serialized_text(state, True) == await serialized_text(state, False)
+	walked, trees, fell_back, _ = await compared(catalog, ODD)
+	assert fell_back == {} and walked == trees
 	assert {'in table', 'contents child'} <= {e['text'] for e in walked}, walked
 
 
@@ -334,14 +342,7 @@ async def test_an_indeterminate_checkbox_is_mixed_as_the_trees_say(catalog: Any)
 	"""A checkbox a script set indeterminate is "mixed" in Chromium's accessibility tree, checked or not
 	underneath, and browser-use's text says so; the walk sends that state and derives the same (it said
 	checked or unchecked before). The state's own form state keeps the box's checked value, both ways."""
-	from harness.servers import html_pages
-
-	with html_pages({'/mixed': MIXED}) as url:
-		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/mixed')
-		walked, trees, fell_back = await both_ways(catalog)
-		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
-		text = await serialized_text(state, True)
-		assert text == await serialized_text(state, False)
+	walked, trees, fell_back, text = await compared(catalog, MIXED)
 	assert fell_back == {} and walked == trees
 	assert text.count('mixed') == 2, text
 
@@ -351,14 +352,7 @@ async def test_overflowing_content_in_the_band_is_read_as_the_trees_read_it(cata
 	scroll or overlay) or for a document or frame: elsewhere browser-use's scroll test makes nothing of
 	them. Boxes overflowing hidden, visibly or clipped, and scrollers both ways: the element list and
 	browser-use's whole text (its scroll marks among it) are the three trees'."""
-	from harness.servers import html_pages
-
-	with html_pages({'/overflow': OVERFLOW}) as url:
-		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/overflow')
-		walked, trees, fell_back = await both_ways(catalog)
-		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
-		text = await serialized_text(state, True)
-		assert text == await serialized_text(state, False)
+	walked, trees, fell_back, text = await compared(catalog, OVERFLOW)
 	assert fell_back == {} and walked == trees
 	assert {'in scroller', 'side', 'in overlay', 'spilled link'} <= {e['text'] for e in walked}, walked
 	assert text.count('scroll') >= 3, text
