@@ -8,7 +8,9 @@ form state. And that the walk was the route taken, or the fallback when it must 
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -313,6 +315,15 @@ async def test_repeat_states_know_their_ids_and_nothing_stale(catalog: Any, site
 		assert fell_back == {} and reloaded == trees
 		assert in_page_state.last_timing['ids_known'] == 0, 'a new document: a new memo'
 		assert {element['index'] for element in reloaded}.isdisjoint(before.values())
+
+	# the memos go with the session's connection
+	(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+	assert len(in_page_state._memos[state.browser_session.cdp_client]) == 1
+	client = weakref.ref(state.browser_session.cdp_client)
+	del state
+	await call(catalog, 'browser_close_session', session_id='walk')
+	gc.collect()
+	assert client() is None and len(in_page_state._memos) == 0, 'a closed session keeps no memo'
 
 
 async def compared(catalog: Any, html: str) -> tuple[list[Any], list[Any], dict[str, int], str]:

@@ -62,10 +62,11 @@ import json
 import logging
 import re
 import time
+import weakref
 from typing import Any
 
 from browser_use_mcp.errors import script_error
-from browser_use_mcp.patches import Patch
+from browser_use_mcp.patches import Patch, per_connection
 
 logger = logging.getLogger(__name__)
 
@@ -822,7 +823,12 @@ async def _walked_state(service: Any) -> Any:
 	cdp_session = await session.get_or_create_cdp_session(target_id=target_id, focus=False)
 	call = offload_state.page_caller(session, cdp_session)
 	group = f'{GROUP}-{next(_groups)}'
-	memo = _memos.get(cdp_session.session_id) if REMEMBER else None
+	memos = per_connection(_memos, session, lambda _client: collections.OrderedDict(), 'page memos') if REMEMBER else None
+	memo = None
+	if memos is not None:
+		memo = memos.get(cdp_session.session_id)
+		if memo is not None:
+			memos.move_to_end(cdp_session.session_id)
 	kept: asyncio.Future[Memo | None] | None = None
 	try:
 		try:
@@ -830,8 +836,8 @@ async def _walked_state(service: Any) -> Any:
 		except _StaleMemo:  # a new document (or inspector session) since the last walk
 			memo = None
 			walked = await walk(call, service.viewport_threshold, service.max_iframes, group)
-		if memo is None and REMEMBER:  # the walk's new memo, kept for the next walk while this one is built
-			kept = asyncio.ensure_future(keep_memo(call, walked.holder, cdp_session.session_id))
+		if memo is None and memos is not None:  # the walk's new memo, kept for the next walk while this one is built
+			kept = asyncio.ensure_future(keep_memo(call, walked.holder, memos, cdp_session.session_id))
 		holder, text = walked.holder, walked.text
 		read = time.perf_counter()
 		job = WalkJob(text, target_id, cdp_session.session_id, session.id, service.viewport_threshold)
@@ -889,12 +895,13 @@ class Memo:
 	known: dict[int, int] = dataclasses.field(default_factory=dict)  # tag -> backend node id
 
 
-MEMOS = 256  # memos remembered (one per CDP session to a page: the oldest forgotten first)
+MEMOS = 32  # memos remembered per browser connection (one per CDP session to a page: the oldest forgotten first)
 MEMO_GROUP = 'browser-use-mcp-page-memo'  # the inspector object group that keeps them (the page's lifetime)
-_memos: collections.OrderedDict[str | None, Memo] = collections.OrderedDict()
+# by the session's root CDP client: they go with its connection (a closed session keeps none)
+_memos: weakref.WeakKeyDictionary[Any, collections.OrderedDict[str | None, Memo]] = weakref.WeakKeyDictionary()
 
 
-async def keep_memo(call: Any, holder: str, key: str | None) -> Memo | None:
+async def keep_memo(call: Any, holder: str, memos: collections.OrderedDict[str | None, Memo], key: str | None) -> Memo | None:
 	"""Keep the memo the walk on ``holder`` made, for the next walks of its document (None when it
 	could not be kept: the next walk makes another)."""
 	try:
@@ -907,10 +914,10 @@ async def keep_memo(call: Any, holder: str, key: str | None) -> Memo | None:
 		return None
 	if not isinstance(object_id, str):
 		return None
-	memo = _memos[key] = Memo(object_id)
-	_memos.move_to_end(key)
-	while len(_memos) > MEMOS:
-		_memos.popitem(last=False)
+	memo = memos[key] = Memo(object_id)
+	memos.move_to_end(key)
+	while len(memos) > MEMOS:
+		memos.popitem(last=False)
 	return memo
 
 
