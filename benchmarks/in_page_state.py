@@ -114,7 +114,7 @@ async def walked_llm_text(state: Any, leave_far: bool = True) -> tuple[str, Any]
 		walked = await in_page_state.walk(call, 1000, 100, group, leave_far)
 		root = in_page_state.tree(json.loads(in_page_state.walk_text(walked)), target, cdp.session_id, 1000)
 		serialized, _ = DOMTreeSerializer(root, None, paint_order_filtering=False).serialize_accessible_elements()
-		real = await in_page_state._backend_ids(call, walked.holder, list(serialized.selector_map))
+		real, _ = await in_page_state._backend_ids(call, walked.holder, list(serialized.selector_map))
 	finally:
 		await call('Runtime.releaseObjectGroup', {'objectGroup': group})
 	shown = re.sub(r'\[(\d{10})\]', lambda m: f'[{real.get(int(m.group(1)), m.group(1))}]', serialized.llm_representation())

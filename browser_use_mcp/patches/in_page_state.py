@@ -81,7 +81,6 @@ _releasing: set[asyncio.Future[None]] = set()
 fallbacks: dict[str, int] = {}  # why the trees were read instead, and how often (for tests and benchmarks)
 last_timing: dict[str, float] = {}  # the last walked state's steps, ms (for benchmarks)
 REMEMBER = True  # walks on a memo per document, and ids known from it (False: benchmarks' "as before")
-_ids_counted = [0, 0]  # the last state's listed elements: ids known from the memo, ids asked for
 
 
 def _fell_back(why: str) -> None:
@@ -848,7 +847,7 @@ async def _walked_state(service: Any) -> Any:
 		built_at = time.perf_counter()
 		if kept is not None:
 			memo = await kept
-		real = await _backend_ids(call, holder, list(built.elements), built.tags, memo)
+		real, asked = await _backend_ids(call, holder, list(built.elements), built.tags, memo)
 	finally:
 		if kept is not None and not kept.done():
 			kept.cancel()
@@ -877,8 +876,8 @@ async def _walked_state(service: Any) -> Any:
 		**built.timing,
 		'build_total_ms': (built_at - read) * 1000,
 		'ids_ms': (time.perf_counter() - built_at) * 1000,
-		'ids_known': _ids_counted[0],  # listed elements whose ids the memo knew
-		'ids_asked': _ids_counted[1],
+		'ids_known': len(real) - asked,  # listed elements whose ids the memo knew
+		'ids_asked': asked,
 		'get_serialized_dom_tree_total_ms': (time.perf_counter() - started) * 1000,
 	}
 	last_timing.clear()
@@ -923,19 +922,18 @@ async def keep_memo(call: Any, holder: str, memos: collections.OrderedDict[str |
 
 async def _backend_ids(
 	call: Any, holder: str, stand_ins: list[int], tags: dict[int, int] | None = None, memo: Memo | None = None
-) -> dict[int, int]:
+) -> tuple[dict[int, int], int]:
 	"""The backend node ids of the walked nodes ``stand_ins`` name: those of elements the memo's last
-	state listed (by their ``tags``) as it learnt them, the others in one call. The memo then knows
-	this state's."""
+	state listed (by their ``tags``) as it learnt them, the others in one call; and how many were
+	asked for. The memo then knows this state's."""
 	known = memo.known if memo is not None and tags is not None else {}
 	real = {index: known[tags[index]] for index in stand_ins if tags and tags.get(index) in known}
 	asked = [index for index in stand_ins if index not in real]
-	_ids_counted[:] = [len(real), len(asked)]
 	if asked:
 		real.update(await _ask_ids(call, holder, asked))
 	if memo is not None and tags is not None:
 		memo.known = {tags[index]: real[index] for index in stand_ins}
-	return real
+	return real, len(asked)
 
 
 async def _ask_ids(call: Any, holder: str, stand_ins: list[int]) -> dict[int, int]:
