@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from browser_use_mcp.patches import Patch, Saved
+from browser_use_mcp.patches import Patch, Saved, internals
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,8 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
 		await original(self, event)
 		browser_session = self.browser_session
 		try:
-			for client in {id(c): c for c in (browser_session._cdp_client_root,) if c is not None}.values():
+			client = internals.root_cdp_client(browser_session)
+			if client is not None:
 				_guard(client, browser_session)
 		except Exception:
 			logger.exception('could not put the dialog gate in front of browser-use handler')

@@ -25,7 +25,7 @@ import functools
 import logging
 from typing import Any
 
-from browser_use_mcp.patches import Patch, Saved
+from browser_use_mcp.patches import Patch, Saved, internals
 
 BROWSER_USE_VERSION = '0.13.14'
 _MANAGER = 'browser_use.browser.session_manager:SessionManager'
@@ -48,7 +48,7 @@ def _apply() -> None:
 		if info.get('type') not in ('page', 'tab') or event.get('waitingForDebugger'):
 			return  # browser-use resumed it itself (or it is not a tab)
 		session_id = event.get('sessionId')
-		client = self.browser_session._cdp_client_root
+		client = internals.root_cdp_client(self.browser_session)
 		if not session_id or client is None or session_id not in self._sessions:
 			return  # detached meanwhile
 		try:
