@@ -16,6 +16,10 @@ The patch sends the new tab's ``Runtime.runIfWaitingForDebugger`` once browser-u
 ``SessionManager._handle_target_attached`` has set the tab up (its monitoring enabled, as before a
 resume browser-use sends itself), for every page it attaches. To a tab that is not held it is a
 no-op. Bounded, and never fails the attach.
+
+It also quiets a race at close: browser-use checks for its root CDP client before its first await
+and asserts it after, so a session closing in between raised "Root CDP client required" from the
+attach of every tab still opening. With the root client gone such an attach is left alone.
 """
 
 from __future__ import annotations
@@ -43,7 +47,17 @@ def _apply() -> None:
 
 	@functools.wraps(attached)
 	async def handle_target_attached(self: Any, event: Any) -> None:
-		await attached(self, event)
+		try:
+			await attached(self, event)
+		except AssertionError:
+			# a tab that attached as the session closed: browser-use checks for its root client before
+			# its first await and asserts it after, so a close in between logged an AssertionError
+			# ("Root CDP client required") from each such attach; nothing is left to set up or resume
+			if internals.root_cdp_client(self.browser_session) is not None:
+				raise
+			stats['closing'] = stats.get('closing', 0) + 1
+			logger.debug('a tab attached as its session closed: left alone')
+			return
 		info = event.get('targetInfo') or {}
 		if info.get('type') not in ('page', 'tab') or event.get('waitingForDebugger'):
 			return  # browser-use resumed it itself (or it is not a tab)
@@ -69,7 +83,8 @@ PATCH = Patch(
 	name='popup_resume',
 	title='a new tab is let run once attached',
 	changes='``SessionManager._handle_target_attached`` sends a new page its ``Runtime.runIfWaitingForDebugger`` once '
-	'it has set the page up, also when the attach says it is not waiting.',
+	'it has set the page up, also when the attach says it is not waiting; an attach the session closed under is '
+	'left alone.',
 	why="Chromium's headless shell holds a tab a page opens, and the page that opened it, until it is resumed, yet "
 	"says it is not waiting: browser_evaluate('window.open(url)') ran out its 15 s, and a page that opened a popup "
 	'stayed frozen.',
