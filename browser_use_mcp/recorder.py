@@ -306,7 +306,7 @@ class Recording:
 		"""Write one call's entry once it ended. After a call that may change the page, the page after
 		it is asked for at once (one ``Runtime.evaluate``: sent later, it could show the next call's
 		doing) and after a page-changing call its screenshot (the screencast's first frame painted once
-		it is asked for, see _DueShot; or, after a click or go-back, the first one painted once its page
+		it is asked for, see _DueShot; or, after a click or go-back, a capture asked for as its page
 		went quiet, see _EarlyShot; within SHOT_WAIT, else the latest one): both in the background,
 		the reply waits for neither, and the entry is written once both are in. Never raises."""
 		early, self.early = self.early, None
@@ -396,8 +396,8 @@ class Recording:
 				data = await asyncio.wait_for(asyncio.shield(due.frame), SHOT_WAIT)
 			except TimeoutError:  # no repaint: the page looks as the latest frame shows it
 				data = self.cast.frame if self.cast is not None else None
-			if due.painted is not None:  # when, from the call's end (negative: inside its last wait)
-				entry['screenshot_ms'] = round((due.painted - entry['started'] - entry['duration_ms'] / 1000) * 1000, 1)
+			if due.asked_at is not None:
+				entry['screenshot_ms'] = _from_end(entry, due.asked_at)
 			if data is not None:
 				name = f'shot-{entry["seq"]:05d}.jpg'
 				if await asyncio.to_thread(self._write_frame, data, name):
@@ -417,15 +417,16 @@ class Recording:
 			assert early.task is not None
 			data, tab = await early.task
 			focused = (await asyncio.wait_for(cdp_page(state), STEP_BOUND)).session_id
-			painted = early.painted
+			asked_at = early.asked_at
 			if tab != focused or data is None:
-				data, painted = await _shot(state), time.time()
+				asked_at = time.time()
+				data = await _shot(state)
 			if data is not None:
 				name = f'shot-{entry["seq"]:05d}.jpg'
 				if await asyncio.to_thread(self._write, data, self.path / name, 'wb'):
 					entry['screenshot'] = name
-					if painted is not None:
-						entry['screenshot_ms'] = round((painted - entry['started'] - entry['duration_ms'] / 1000) * 1000, 1)
+					if asked_at is not None:
+						entry['screenshot_ms'] = _from_end(entry, asked_at)
 		except Exception as exc:
 			logger.warning('could not record the screenshot after %s: %s', entry.get('tool'), exc)
 		finally:
@@ -523,7 +524,7 @@ class _DueShot:
 		self.ended = time.monotonic()  # made as its call ended
 		self._start: asyncio.TimerHandle | None = None  # the cast's start, when it waits for PAINT_LAG
 		self._started = False
-		self.painted: float | None = None  # when the frame came (time.time())
+		self.asked_at: float | None = None  # when the cast was started for it (time.time())
 
 	def arm(self) -> None:
 		"""Ask in SHOT_QUIET s unless a call comes first."""
@@ -562,12 +563,9 @@ class _DueShot:
 			self.recording.deferred = None
 		if not self._started:
 			self._started = True
-			self.cast.next_frame(self._came)
-
-	def _came(self, data: str) -> None:
-		if not self.frame.done():
-			self.painted = time.time()
-			self.frame.set_result(data)
+			self.asked_at = time.time()
+			frame = self.frame
+			self.cast.next_frame(lambda f: frame.done() or frame.set_result(f))
 
 
 class _EarlyShot:
@@ -584,7 +582,7 @@ class _EarlyShot:
 		self.state = state
 		self.activity = activity
 		self.task: asyncio.Task[tuple[bytes | None, str | None]] | None = None  # the latest capture
-		self.painted: float | None = None  # when it came (time.time())
+		self.asked_at: float | None = None  # when the latest capture was asked for (time.time())
 
 	@classmethod
 	def listen(cls, state: Any) -> _EarlyShot | None:
@@ -602,6 +600,7 @@ class _EarlyShot:
 		return shot
 
 	def quiet(self) -> None:
+		self.asked_at = time.time()
 		self.task = asyncio.get_running_loop().create_task(self._capture(), name='recorder-early-shot')
 
 	async def _capture(self) -> tuple[bytes | None, str | None]:
@@ -611,13 +610,16 @@ class _EarlyShot:
 			tab = (await asyncio.wait_for(cdp_page(self.state), STEP_BOUND)).session_id
 		except (Exception, TimeoutError):
 			return None, None
-		data = await _shot(self.state)
-		self.painted = time.time()
-		return data, tab
+		return await _shot(self.state), tab
 
 	def stop(self) -> None:
 		if self.activity.quiet_listener == self.quiet:
 			self.activity.quiet_listener = None
+
+
+def _from_end(entry: dict[str, Any], at: float) -> float:
+	"""``at`` (Unix time) in ms from the end of the entry's call."""
+	return round((at - entry['started'] - entry['duration_ms'] / 1000) * 1000, 1)
 
 
 def _known_page(state: Any) -> tuple[str | None, str | None]:

@@ -38,8 +38,8 @@ class RecordedCall(Output):
 	)
 	screenshot_ms: float | None = Field(
 		default=None,
-		description='When the screenshot was painted, in ms from the end of the call: negative when taken while the '
-		'call waited for the page to go quiet (a click, go-back); null when not known.',
+		description='When the screenshot was asked of Chromium, in ms from the end of the call: negative when asked '
+		'while the call waited for the page to go quiet (a click, go-back); null when not known.',
 	)
 
 

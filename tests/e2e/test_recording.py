@@ -107,8 +107,8 @@ async def test_each_screenshot_shows_the_page_its_call_left(mcp: Mcp, site: str)
 
 
 async def test_back_to_back_frames_show_their_own_call(mcp: Mcp, site: str) -> None:
-	"""Calls back to back, as a script sends them: a click's screenshot is taken while it waits for
-	the page to go quiet (``screenshot_ms`` < 0: painted before the call ended) and shows the click's
+	"""Calls back to back, as a script sends them: a click's or go-back's screenshot is asked for while
+	it waits for the page to go quiet (``screenshot_ms`` < 0: before the call ended) and shows its
 	doing, not the page before it nor the next call's."""
 	sid = {'session_id': 'rec-back-to-back'}
 	await mcp.ok('browser_create_session', record=['trace'], **sid)
@@ -129,7 +129,7 @@ async def test_back_to_back_frames_show_their_own_call(mcp: Mcp, site: str) -> N
 	green, back = _centre(shots[4]['screenshot']), _centre(shots[6]['screenshot'])
 	assert green[1] > 200 and green[0] < 60 and green[2] < 60, green
 	assert min(back) > 200, back
-	for seq in (4, 6):  # taken inside the call, as its page went quiet
+	for seq in (4, 6):  # asked for inside the call, as its page went quiet
 		assert shots[seq]['screenshot_ms'] is not None and shots[seq]['screenshot_ms'] < 0, shots[seq]
 
 
