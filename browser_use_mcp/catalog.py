@@ -173,7 +173,7 @@ class Catalog:
 			recording, result, seen = state.recording, None, {}
 			try:
 				if recording is not None:  # the page before the call, for the flight recorder
-					seen = await recording.before(state, tool.hints.read_only, name)
+					seen = await recording.before(state, tool.hints.read_only)
 				result = await _bounded(name, limit, state, body, structured=tool.output is not None)
 				error = None
 				return result

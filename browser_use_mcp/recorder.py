@@ -67,10 +67,6 @@ META_FILE = 'meta.json'
 META_VERSION = 1
 STOPPED = 'server stopped'  # why a recording still open when its server died was cut short
 
-# Calls that end by waiting for the page to go quiet (click_settle): their frame is asked for then,
-# inside the call, where the capture delays nothing (_EarlyShot)
-SETTLING = frozenset({'browser_click', 'browser_go_back'})
-
 # Calls after which the page (or which page is shown) may have changed: a screenshot follows.
 PAGE_CHANGING = frozenset(
 	{
@@ -164,7 +160,6 @@ class Recording:
 	owner: str = ''  # digest of the principal: what a recording adopted after a restart is matched by
 	due: _DueShot | None = field(default=None, repr=False)  # a page-changing call's frame, not asked for yet
 	deferred: _DueShot | None = field(default=None, repr=False)  # a frame asked for, its cast's start waiting for PAINT_LAG
-	early: _EarlyShot | None = field(default=None, repr=False)  # the frame of the settling call under way
 
 	def __post_init__(self) -> None:
 		self.owner = self.owner or principal_digest(self.principal)
@@ -268,7 +263,7 @@ class Recording:
 		if self.writes:
 			await asyncio.wait(set(self.writes), timeout=2 * STEP_BOUND)
 
-	async def before(self, state: Any, read_only: bool, tool: str = '') -> dict[str, Any]:
+	async def before(self, state: Any, read_only: bool) -> dict[str, Any]:
 		"""The page before a call, from browser-use's own record of the focused tab (no round trip;
 		read from the page only when it has none). Never waits for the previous call's screenshot when
 		it comes from the screencast (the first frame painted after that call, whenever it arrives); a
@@ -280,8 +275,6 @@ class Recording:
 				await self.settle()
 			if self.cast is not None:
 				await self.cast.follow(state)
-			if self.tracing and tool in SETTLING and self.truncated is None:
-				self.early = _EarlyShot.listen(state)
 		elif self.due is not None:
 			self.due.hold()  # a read does not change the page: its frame can wait until the read is done
 		if not self.tracing:
@@ -306,12 +299,8 @@ class Recording:
 		"""Write one call's entry once it ended. After a call that may change the page, the page after
 		it is asked for at once (one ``Runtime.evaluate``: sent later, it could show the next call's
 		doing) and after a page-changing call its screenshot (the screencast's first frame painted once
-		it is asked for, see _DueShot; or, after a click or go-back, a capture asked for as its page
-		went quiet, see _EarlyShot; within SHOT_WAIT, else the latest one): both in the background,
+		it is asked for, see _DueShot; within SHOT_WAIT, else the latest one): both in the background,
 		the reply waits for neither, and the entry is written once both are in. Never raises."""
-		early, self.early = self.early, None
-		if early is not None:
-			early.stop()
 		if not self.tracing:
 			if self.cast is not None and not read_only and error != 'cancelled':
 				await self.cast.follow(state)  # a new tab may have the focus now
@@ -352,10 +341,7 @@ class Recording:
 			page = asyncio.create_task(self._read_after(state, entry), name=f'recorder-page-{seq}')
 			shoot = tool in PAGE_CHANGING and self.truncated is None
 			cast = self.cast
-			following = shoot and cast is not None and await cast.follow(state)
-			if shoot and early is not None and early.task is not None:  # taken once the page went quiet
-				self._write_later(self._complete_early(entry, page, early, state), seq)
-			elif following:  # (before() asked for the last call's frame)
+			if shoot and cast is not None and await cast.follow(state):  # (before() asked for the last call's frame)
 				self.due = due = _DueShot(self, cast)
 				if cast.continuous:  # a video's cast runs all along: nothing to start, the next frame is the one
 					due.ask()
@@ -396,37 +382,10 @@ class Recording:
 				data = await asyncio.wait_for(asyncio.shield(due.frame), SHOT_WAIT)
 			except TimeoutError:  # no repaint: the page looks as the latest frame shows it
 				data = self.cast.frame if self.cast is not None else None
-			if due.asked_at is not None:
-				entry['screenshot_ms'] = _from_end(entry, due.asked_at)
 			if data is not None:
 				name = f'shot-{entry["seq"]:05d}.jpg'
 				if await asyncio.to_thread(self._write_frame, data, name):
 					entry['screenshot'] = name
-		except Exception as exc:
-			logger.warning('could not record the screenshot after %s: %s', entry.get('tool'), exc)
-		finally:
-			self.line(entry)
-
-	async def _complete_early(self, entry: dict[str, Any], page: asyncio.Task[None], early: _EarlyShot, state: Any) -> None:
-		"""The page after a click or go-back and the capture taken as its page went quiet (again, of the
-		tab focused now if the call ended on another one); then its entry."""
-		from browser_use_mcp.tools.common import cdp_page
-
-		try:
-			await page
-			assert early.task is not None
-			data, tab = await early.task
-			focused = (await asyncio.wait_for(cdp_page(state), STEP_BOUND)).session_id
-			asked_at = early.asked_at
-			if tab != focused or data is None:
-				asked_at = time.time()
-				data = await _shot(state)
-			if data is not None:
-				name = f'shot-{entry["seq"]:05d}.jpg'
-				if await asyncio.to_thread(self._write, data, self.path / name, 'wb'):
-					entry['screenshot'] = name
-					if asked_at is not None:
-						entry['screenshot_ms'] = _from_end(entry, asked_at)
 		except Exception as exc:
 			logger.warning('could not record the screenshot after %s: %s', entry.get('tool'), exc)
 		finally:
@@ -524,7 +483,6 @@ class _DueShot:
 		self.ended = time.monotonic()  # made as its call ended
 		self._start: asyncio.TimerHandle | None = None  # the cast's start, when it waits for PAINT_LAG
 		self._started = False
-		self.asked_at: float | None = None  # when the cast was started for it (time.time())
 
 	def arm(self) -> None:
 		"""Ask in SHOT_QUIET s unless a call comes first."""
@@ -563,63 +521,8 @@ class _DueShot:
 			self.recording.deferred = None
 		if not self._started:
 			self._started = True
-			self.asked_at = time.time()
 			frame = self.frame
 			self.cast.next_frame(lambda f: frame.done() or frame.set_result(f))
-
-
-class _EarlyShot:
-	"""The screenshot of a click or go-back, taken inside the call: ``click_settle`` ends both with a
-	wait for the page to stay quiet (QUIET s without navigation, requests or new tabs) and tells us
-	as that wait begins. The capture then runs while the call only waits, so it slows neither this
-	call nor the next (taken at the next call, a frame cost a back-to-back click ~10 ms). It is a
-	``Page.captureScreenshot``, not the screencast: the cast's first frame can be one drawn before the
-	click's change was (it is drawn from the last commit), a capture is drawn anew. Told again after
-	new activity, it captures again and the last capture is kept. When the call ends on another tab
-	than the one captured (a popup took the focus), that tab is captured instead."""
-
-	def __init__(self, state: Any, activity: Any) -> None:
-		self.state = state
-		self.activity = activity
-		self.task: asyncio.Task[tuple[bytes | None, str | None]] | None = None  # the latest capture
-		self.asked_at: float | None = None  # when the latest capture was asked for (time.time())
-
-	@classmethod
-	def listen(cls, state: Any) -> _EarlyShot | None:
-		"""Listen for the session's page to go quiet during the call about to run (None: no monitor)."""
-		from browser_use_mcp.patches import click_settle
-
-		try:
-			activity = click_settle.page_activity(state.browser_session)
-		except Exception:
-			activity = None
-		if activity is None:
-			return None
-		shot = cls(state, activity)
-		activity.quiet_listener = shot.quiet
-		return shot
-
-	def quiet(self) -> None:
-		self.asked_at = time.time()
-		self.task = asyncio.get_running_loop().create_task(self._capture(), name='recorder-early-shot')
-
-	async def _capture(self) -> tuple[bytes | None, str | None]:
-		from browser_use_mcp.tools.common import cdp_page
-
-		try:
-			tab = (await asyncio.wait_for(cdp_page(self.state), STEP_BOUND)).session_id
-		except (Exception, TimeoutError):
-			return None, None
-		return await _shot(self.state), tab
-
-	def stop(self) -> None:
-		if self.activity.quiet_listener == self.quiet:
-			self.activity.quiet_listener = None
-
-
-def _from_end(entry: dict[str, Any], at: float) -> float:
-	"""``at`` (Unix time) in ms from the end of the entry's call."""
-	return round((at - entry['started'] - entry['duration_ms'] / 1000) * 1000, 1)
 
 
 def _known_page(state: Any) -> tuple[str | None, str | None]:

@@ -97,9 +97,6 @@ class PageActivity:
 		self.requests: dict[str, float] = {}  # request id -> when it started
 		self.opened: dict[str, float] = {}  # page target id -> when Chromium announced it (a popup, a new tab)
 		self.last_activity = 0.0
-		# called each time a settling click or go-back finds the page quiet (again) and starts its last
-		# wait: the flight recorder takes the call's screenshot then (recorder._EarlyShot)
-		self.quiet_listener: Callable[[], None] | None = None
 		self._changed = asyncio.Event()
 		for name in self.PAGE_EVENTS:
 			self._hook(client, f'Page.{name}', getattr(self, f'_on_{name}'))
@@ -230,7 +227,6 @@ class PageActivity:
 	async def settle(self, since: float, download_started: asyncio.Event | None = None, expect_navigation: bool = False) -> None:
 		"""Return once what began at or after ``since`` has finished (see the module docstring)."""
 		started = time.monotonic()
-		told = -1.0  # when quiet_listener was last told (again only after new activity)
 		while download_started is None or not download_started.is_set():
 			now = time.monotonic()
 			navigating = any(t >= since for t in self.navigations.values())
@@ -257,12 +253,6 @@ class PageActivity:
 			quiet_until = max(started, self.last_activity if self.last_activity >= since else 0.0) + QUIET
 			if now >= quiet_until:
 				return
-			if self.quiet_listener is not None and self.last_activity >= told:
-				told = now
-				try:
-					self.quiet_listener()
-				except Exception:  # a listener's bug must not break the click
-					logger.exception('page activity: the quiet listener failed')
 			await self._wait_for_change(quiet_until - now)
 
 

@@ -36,11 +36,6 @@ class RecordedCall(Output):
 		description='Path (on the server) of a JPEG of the page after a page-changing call; null for other calls or '
 		'once the recording was truncated.'
 	)
-	screenshot_ms: float | None = Field(
-		default=None,
-		description='When the screenshot was asked of Chromium, in ms from the end of the call: negative when asked '
-		'while the call waited for the page to go quiet (a click, go-back); null when not known.',
-	)
 
 
 class Recording(Output):

@@ -106,33 +106,6 @@ async def test_each_screenshot_shows_the_page_its_call_left(mcp: Mcp, site: str)
 	assert shots[3] is None  # the read has none
 
 
-async def test_back_to_back_frames_show_their_own_call(mcp: Mcp, site: str) -> None:
-	"""Calls back to back, as a script sends them: a click's or go-back's screenshot is asked for while
-	it waits for the page to go quiet (``screenshot_ms`` < 0: before the call ended) and shows its
-	doing, not the page before it nor the next call's."""
-	sid = {'session_id': 'rec-back-to-back'}
-	await mcp.ok('browser_create_session', record=['trace'], **sid)
-	await mcp.ok('browser_navigate', url=f'{site}/two', **sid)
-	paint = "document.documentElement.style.background = document.body.style.background = '{}'"
-	button = (
-		"const b = document.createElement('button'); b.textContent = 'Paint it green'; "
-		f'b.onclick = () => {{ {paint.format("rgb(0, 255, 0)")} }}; document.body.prepend(b); {paint.format("rgb(255, 0, 0)")}; 1'
-	)
-	await mcp.ok('browser_evaluate', expression=button, **sid)  # 2: red
-	state = await mcp.page_state('rec-back-to-back')  # 3
-	index = next(e['index'] for e in state['interactive_elements'] if 'green' in str(e))
-	await mcp.ok('browser_click', index=index, **sid)  # 4: green
-	await mcp.ok('browser_evaluate', expression=paint.format('rgb(0, 0, 255)') + '; 1', **sid)  # 5: blue, at once
-	await mcp.ok('browser_go_back', **sid)  # 6: back to the blank page before /two: white
-	calls = (await mcp.ok('browser_get_recording', **sid)).structured['calls']
-	shots = {c['seq']: c for c in calls}
-	green, back = _centre(shots[4]['screenshot']), _centre(shots[6]['screenshot'])
-	assert green[1] > 200 and green[0] < 60 and green[2] < 60, green
-	assert min(back) > 200, back
-	for seq in (4, 6):  # asked for inside the call, as its page went quiet
-		assert shots[seq]['screenshot_ms'] is not None and shots[seq]['screenshot_ms'] < 0, shots[seq]
-
-
 async def test_recording_survives_close(mcp: Mcp, site: str) -> None:
 	await mcp.ok('browser_create_session', session_id='rec-2', record='trace')
 	await mcp.ok('browser_navigate', url=f'{site}/two', session_id='rec-2')
