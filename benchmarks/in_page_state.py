@@ -50,6 +50,7 @@ async def main(args: argparse.Namespace) -> None:
 	from benchmarks.common import table
 	from browser_use_mcp.patches import in_page_state, offload_state
 
+	in_page_state.REUSE = False  # every walk built, as after a change to the page: the build is what is compared
 	rows, shown = [], []
 	async with contextlib.aclosing(each_page(args, 'walk')) as opened:
 		async for name, _state, catalog in opened:

@@ -82,6 +82,15 @@ def set_fast(on: bool) -> None:
 	offload_state.FAST = on
 
 
+def set_reuse(on: bool) -> None:
+	"""The patches on, with (``on``) or without a walk's build reused when the page reads as at its last
+	walk (``in_page_state.REUSE``): off, every state is built, as after a change to the page."""
+	from browser_use_mcp.patches import in_page_state
+
+	set_offload(True)
+	in_page_state.REUSE = on
+
+
 def set_memo(on: bool) -> None:
 	"""The patches on, with (``on``) or without the page's memo (``in_page_state.REMEMBER``): every
 	listed element's id asked for, as before."""
@@ -166,16 +175,26 @@ _compare_fast = False  # --compare-fast: on/off is offload_state.FAST, the patch
 
 
 _compare_memo = False  # --compare-memo: on/off is in_page_state.REMEMBER, the patches on in both
+_compare_reuse = False  # --compare-reuse: on/off is in_page_state.REUSE, the patches on in both
+_heavy_changes = False  # --heavy-changes: the heavy session changes its page before each state (no build reused)
 
 
 def _switch() -> Any:
+	if _compare_reuse:
+		return set_reuse
 	return set_fast if _compare_fast else set_memo if _compare_memo else set_offload
 
 
 def _labels() -> list[str]:
 	if _compare_fast:
 		return ['fast on', 'fast off (as before)']
+	if _compare_reuse:
+		return ['page unchanged (build reused)', 'page changed (built)']
 	return ['memo on', 'memo off (as before)'] if _compare_memo else ['patches on', 'patches off']
+
+
+# a change to the page every walk sees (an attribute of the root element), so no build is reused
+CHANGE_PAGE = 'document.documentElement.dataset.benchmarkTick = String(Date.now() + Math.random())'
 
 
 async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, on: bool) -> dict[str, float]:
@@ -203,6 +222,8 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 
 	async def heavy_loop() -> None:
 		while not stop.is_set():
+			if _heavy_changes:  # its page differs from the last walk's: the state is built, never reused
+				await timed(catalog, 'browser_evaluate', {'session_id': 'heavy', 'expression': CHANGE_PAGE})
 			ms, _ = await timed(catalog, 'browser_get_state', {'session_id': 'heavy'})
 			heavy_states.append(ms)
 
@@ -250,8 +271,9 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.sessions import SessionRegistry
 	from harness.pages import PageServer
 
-	global _compare_fast, _compare_memo, _where
+	global _compare_fast, _compare_memo, _compare_reuse, _heavy_changes, _where
 	_compare_fast, _compare_memo, _where = args.compare_fast, args.compare_memo, args.where
+	_compare_reuse, _heavy_changes = args.compare_reuse, args.heavy_changes
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
 	modes = [True] if args.only_on_pages else [True, False]
 	pages = [
@@ -354,6 +376,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 		'--compare-memo',
 		action='store_true',
 		help="on/off is in_page_state.REMEMBER (the ids of elements listed before known from the page's memo), the patches on in both",
+	)
+	parser.add_argument(
+		'--compare-reuse',
+		action='store_true',
+		help='on/off is in_page_state.REUSE (an unchanged page reuses its last build; off: every state built, as after a change)',
+	)
+	parser.add_argument(
+		'--heavy-changes',
+		action='store_true',
+		help='the heavy session of the stall measurement changes its page before each state (every state built)',
 	)
 	parser.add_argument(
 		'--peers', nargs='*', default=[], help="also time these peers' snapshots on the pages (playwright, chrome-devtools)"

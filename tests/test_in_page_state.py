@@ -326,6 +326,66 @@ async def test_repeat_states_know_their_ids_and_nothing_stale(catalog: Any, site
 	assert client() is None and len(in_page_state._memos) == 0, 'a closed session keeps no memo'
 
 
+REUSE_PAGE = """<style>.gone { display: none }</style><button id=press onclick="document.title = 'pressed'">Press</button>
+<input id=name placeholder=name><p id=para><a href="/x">Link</a></p>"""
+
+
+async def test_an_unchanged_page_reuses_its_build_and_any_change_builds_anew(catalog: Any) -> None:
+	"""A walk that reads the page as the last walk of its document did builds the same state: that
+	build is reused. Anything the walk reads makes it build again: a value typed (no DOM mutation),
+	a class that hides an element (only styles change), an element added. A reused state is the
+	trees' state, and its indices act. One build is kept per session, on its latest page."""
+	from browser_use_mcp.patches import in_page_state
+	from harness.servers import html_pages
+
+	def reused() -> bool:
+		return in_page_state.last_timing.get('build_reused') == 1.0
+
+	async def state() -> list[Any]:
+		in_page_state.last_timing.clear()
+		found = json.loads(await call(catalog, 'browser_get_state', session_id='walk'))['interactive_elements']
+		assert in_page_state.last_timing.get('ids_ms') is not None, 'the state came from a walk'
+		return found
+
+	async def run(expression: str) -> str:
+		return await call(catalog, 'browser_evaluate', session_id='walk', expression=expression)
+
+	with html_pages({'/reuse': REUSE_PAGE, '/other': '<button>Elsewhere</button>'}) as url:
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/reuse')
+		first = await state()
+		assert not reused(), "a new document's first walk is built"
+		again = await state()
+		assert reused() and again == first, 'the same page, the same walk: the build is reused'
+
+		await run("document.getElementById('name').value = 'typed'")
+		typed = await state()
+		assert not reused()
+		assert [e.get('value') for e in typed if e.get('placeholder') == 'name'] == ['typed']
+
+		await run("document.getElementById('para').className = 'gone'")
+		hidden = await state()
+		assert not reused() and not [e for e in hidden if e.get('tag') == 'a'], 'a style change builds anew'
+
+		await run("document.body.append(Object.assign(document.createElement('button'), {textContent: 'Added'}))")
+		added = await state()
+		assert not reused() and [e['text'] for e in added if e.get('tag') == 'button'] == ['Press', 'Added']
+
+		walked, trees, fell_back = await both_ways(catalog)
+		assert fell_back == {} and reused() and walked == trees == added, "a reused state is the trees' state"
+		(press,) = [e['index'] for e in walked if e.get('text') == 'Press']
+		await call(catalog, 'browser_click', session_id='walk', index=press)
+		assert 'pressed' in await run('document.title')
+
+		# a second tab's page: its build is kept, the first tab's let go
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/other', new_tab=True)
+		await state()
+		await state()
+		assert reused()
+	(session,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+	memos = in_page_state._memos[session.browser_session.cdp_client]
+	assert len(memos) == 2 and [memo.built is not None for memo in memos.values()] == [False, True]
+
+
 async def compared(catalog: Any, html: str) -> tuple[list[Any], list[Any], dict[str, int], str]:
 	"""A page of ``html`` read both ways: the walk's elements, the trees', why the walk fell back, and
 	browser-use's whole text from the walk, which must be the trees' character for character."""

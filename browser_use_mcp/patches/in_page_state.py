@@ -38,6 +38,9 @@ What this does, for the states ``browser_get_state`` and ``include_state`` ask f
   a new one). The server keeps, per page, the backend id of each tag the last state listed; only the
   listed elements new since then are asked for. A new document (or inspector session) loses the memo:
   the next walk makes another.
+- A walk whose answer is the same as the last walk's on the same memo (a digest of it, ``walk_key``)
+  reuses that walk's build: the build is a function of the answer alone. One build is kept per
+  session, on the memo walked last.
 
 Sameness: ``benchmarks.in_page_state --site`` and ``tests/test_in_page_state.py`` compare the state's
 text with browser-use's own pipeline, character for character, on the corpus and the test site.
@@ -57,6 +60,7 @@ import asyncio
 import collections
 import dataclasses
 import functools
+import hashlib
 import itertools
 import json
 import logging
@@ -81,6 +85,7 @@ _releasing: set[asyncio.Future[None]] = set()
 fallbacks: dict[str, int] = {}  # why the trees were read instead, and how often (for tests and benchmarks)
 last_timing: dict[str, float] = {}  # the last walked state's steps, ms (for benchmarks)
 REMEMBER = True  # walks on a memo per document, and ids known from it (False: benchmarks' "as before")
+REUSE = True  # a walk the same as the memo's last one reuses that walk's build (False: benchmarks' "as before")
 
 
 def _fell_back(why: str) -> None:
@@ -840,13 +845,20 @@ async def _walked_state(service: Any) -> Any:
 		holder, text = walked.holder, walked.text
 		read = time.perf_counter()
 		job = WalkJob(text, target_id, cdp_session.session_id, session.id, service.viewport_threshold)
-		if isinstance(text, offload_state.RawAnswer) and await offload_state.pool.wait_ready(offload_state.START_WAIT):
-			built = await offload_state.pool.run(job, build_walked)
-		else:  # a small page: cheaper here than a hop
-			built = build_walked(job)
+		key = walk_key(walked, job) if REUSE and memos is not None else None
+		# a page that reads as at the last walk of its document builds the same state: that one
+		built = memo.built if memo is not None and key is not None and memo.built_key == key else None
+		reused = built is not None
+		if not reused:
+			if isinstance(text, offload_state.RawAnswer) and await offload_state.pool.wait_ready(offload_state.START_WAIT):
+				built = await offload_state.pool.run(job, build_walked)
+			else:  # a small page: cheaper here than a hop
+				built = build_walked(job)
 		built_at = time.perf_counter()
 		if kept is not None:
 			memo = await kept
+		if memo is not None and key is not None and not reused:
+			memo.keep_build(key, built, memos)
 		real, asked = await _backend_ids(call, holder, list(built.elements), built.tags, memo)
 	finally:
 		if kept is not None and not kept.done():
@@ -873,7 +885,7 @@ async def _walked_state(service: Any) -> Any:
 	offload_state.remember_pagination(state.selector_map, pagination)
 	timing = {
 		'walk_ms': (read - started) * 1000,
-		**built.timing,
+		**({'build_reused': 1.0} if reused else built.timing),
 		'build_total_ms': (built_at - read) * 1000,
 		'ids_ms': (time.perf_counter() - built_at) * 1000,
 		'ids_known': len(real) - asked,  # listed elements whose ids the memo knew
@@ -892,6 +904,42 @@ class Memo:
 
 	object_id: str
 	known: dict[int, int] = dataclasses.field(default_factory=dict)  # tag -> backend node id
+	built_key: bytes | None = None  # ``walk_key`` of the last walk built on this memo
+	built: Any = None  # that walk's ``offload_state.Built``
+
+	def keep_build(self, key: bytes, built: Any, memos: collections.OrderedDict[str | None, Memo]) -> None:
+		"""Keep ``built`` for a next walk with the same ``key``: on this memo only, of the connection's
+		``memos`` (one build kept per session: browser-use keeps the last state's nodes anyway)."""
+		for other in memos.values():
+			if other is not self:
+				other.built_key = other.built = None
+		self.built_key, self.built = key, built
+
+
+def walk_key(walked: Walk, job: WalkJob) -> bytes:
+	"""A digest of everything a walk's build is made from: the walk's text (in a large answer, all
+	of it but the message id and the holder's object id, which change from call to call) and the
+	job's other fields. Two walks with the same key build the same state."""
+	from browser_use_mcp.patches import offload_state
+
+	digest = hashlib.blake2b(digest_size=16)
+	digest.update(repr((job.target_id, job.cdp_session_id, job.browser_session_id, job.threshold)).encode())
+	text = walked.text
+	if isinstance(text, offload_state.RawAnswer):
+		raw = text.text.encode() if isinstance(text.text, str) else text.text
+		holder = walked.holder.encode()
+		start = raw.find(b',') + 1  # after '{"id":<n>,'
+		cut = raw.rfind(holder)
+		digest.update(b'raw:')
+		if cut < start:
+			digest.update(raw[start:])
+		else:
+			digest.update(raw[start:cut])
+			digest.update(raw[cut + len(holder) :])
+	else:
+		digest.update(b'text:')
+		digest.update(text.encode())
+	return digest.digest()
 
 
 MEMOS = 32  # memos remembered per browser connection (one per CDP session to a page: the oldest forgotten first)
@@ -1003,7 +1051,8 @@ PATCH = Patch(
 	changes='for browser_get_state and include_state (with ``offload_state``), the page is read by one walk in the page '
 	"instead of Chromium's snapshot, DOM and accessibility trees, leaving out plain content far outside browser-use's "
 	"band; browser-use's own serializer lists its elements (accessibility nodes derived from the DOM, no paint-order "
-	"filter) and the listed ones get their backend ids (asked for only when the page's memo has not seen them listed).",
+	"filter) and the listed ones get their backend ids (asked for only when the page's memo has not seen them listed); a walk that "
+	"answers what the memo's last walk answered reuses that walk's build.",
 	why='reading and decoding the three trees was as long as the whole state on real pages (stdtypes: 1.4 s + 0.7 s); '
 	'a walk reading the same inputs takes a fraction of it, and the state it gives is the same text.',
 	package='browser-use',
