@@ -70,10 +70,12 @@ def _prepare(config: ServerConfig, owner: Owner) -> tuple[ServerConfig, SweepRep
 	sweep of what dead servers left."""
 	config = complete(config)
 	import browser_use.browser.session  # noqa: F401
+
+	# at once: a server killed before this leaves browser-use's empty directory in the temp dir
+	drop_default_downloads_dir()
 	import browser_use.browser.watchdogs.default_action_watchdog  # noqa: F401
 	import bubus.service  # noqa: F401
 
-	drop_default_downloads_dir()
 	return config, sweep_orphans(config.state_dir, owner)
 
 
