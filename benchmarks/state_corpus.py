@@ -64,12 +64,12 @@ class LagProbe:
 
 
 def set_offload(on: bool) -> None:
-	"""This work on (``offload_state`` and ``paint_order_index``) or off (browser-use's pipeline on
-	the loop, as before)."""
+	"""This work on (``offload_state``, ``paint_order_index`` and ``serializer_checks``) or off
+	(browser-use's pipeline on the loop, as before)."""
 	from browser_use_mcp import patches
-	from browser_use_mcp.patches import offload_state, paint_order_index
+	from browser_use_mcp.patches import offload_state, paint_order_index, serializer_checks
 
-	for patch in (paint_order_index.PATCH, offload_state.PATCH):
+	for patch in (paint_order_index.PATCH, serializer_checks.PATCH, offload_state.PATCH):
 		patches.revert(patch)
 		patches.apply(patch, enabled=on)
 
@@ -89,6 +89,18 @@ def set_reuse(on: bool) -> None:
 
 	set_offload(True)
 	in_page_state.REUSE = on
+
+
+def set_checks(on: bool) -> None:
+	"""The patches on and every state built (no reuse), with (``on``) or without ``serializer_checks``,
+	here and in the page-state worker (which applied the server's patches as it started)."""
+	from browser_use_mcp.patches import in_page_state, offload_state, serializer_checks
+
+	set_offload(True)
+	in_page_state.REUSE = False
+	serializer_checks.switch(on)
+	if offload_state.pool.executor is not None:
+		offload_state.pool.executor.submit(serializer_checks.switch, on).result(timeout=60)
 
 
 def set_memo(on: bool) -> None:
@@ -176,12 +188,15 @@ _compare_fast = False  # --compare-fast: on/off is offload_state.FAST, the patch
 
 _compare_memo = False  # --compare-memo: on/off is in_page_state.REMEMBER, the patches on in both
 _compare_reuse = False  # --compare-reuse: on/off is in_page_state.REUSE, the patches on in both
+_compare_checks = False  # --compare-checks: on/off is the serializer_checks patch, every state built
 _heavy_changes = False  # --heavy-changes: the heavy session changes its page before each state (no build reused)
 
 
 def _switch() -> Any:
 	if _compare_reuse:
 		return set_reuse
+	if _compare_checks:
+		return set_checks
 	return set_fast if _compare_fast else set_memo if _compare_memo else set_offload
 
 
@@ -190,6 +205,8 @@ def _labels() -> list[str]:
 		return ['fast on', 'fast off (as before)']
 	if _compare_reuse:
 		return ['page unchanged (build reused)', 'page changed (built)']
+	if _compare_checks:
+		return ['serializer checks (built)', "browser-use's checks (built)"]
 	return ['memo on', 'memo off (as before)'] if _compare_memo else ['patches on', 'patches off']
 
 
@@ -271,9 +288,10 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.sessions import SessionRegistry
 	from harness.pages import PageServer
 
-	global _compare_fast, _compare_memo, _compare_reuse, _heavy_changes, _where
+	global _compare_fast, _compare_memo, _compare_reuse, _compare_checks, _heavy_changes, _where
 	_compare_fast, _compare_memo, _where = args.compare_fast, args.compare_memo, args.where
 	_compare_reuse, _heavy_changes = args.compare_reuse, args.heavy_changes
+	_compare_checks = args.compare_checks
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
 	modes = [True] if args.only_on_pages else [True, False]
 	pages = [
@@ -381,6 +399,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 		'--compare-reuse',
 		action='store_true',
 		help='on/off is in_page_state.REUSE (an unchanged page reuses its last build; off: every state built, as after a change)',
+	)
+	parser.add_argument(
+		'--compare-checks',
+		action='store_true',
+		help='on/off is the serializer_checks patch (here and in the worker), every state built, the other patches on in both',
 	)
 	parser.add_argument(
 		'--heavy-changes',

@@ -59,6 +59,7 @@ PATCH_MODULES = (
 	'direct_state',
 	'early_page_info',
 	'paint_order_index',
+	'serializer_checks',
 	'offload_state',
 	'in_page_state',
 	'typing_keeps_focus',

@@ -504,7 +504,10 @@ def serialized(
 	)
 
 
-IN_WORKER_TOO = ('paint_order_index',)  # patches of the serializer the worker applies when the server has them
+IN_WORKER_TOO = (
+	'paint_order_index',
+	'serializer_checks',
+)  # patches of the serializer the worker applies when the server has them
 
 
 def _warm(parent: int, patch_names: tuple[str, ...] = ()) -> None:
