@@ -268,6 +268,8 @@ async def test_a_mid_sized_page_is_built_in_the_worker(catalog: Any, site: str, 
 	await call(catalog, 'browser_get_state', session_id='walk')
 	assert len(built_in_worker) == 1 and isinstance(built_in_worker[0], in_page_state.WalkJob)
 	assert isinstance(built_in_worker[0].text, offload_state.RawAnswer)
+	# and its nodes come back as their constructors' arguments (offload_state.compact_reducer)
+	assert await run(None, offload_state.compact_classes) == sorted(offload_state.COMPACT_CLASSES)
 
 
 MEMO_PAGE = """<div id=list><button id=keep>Keep</button><button id=swap>Swap</button>

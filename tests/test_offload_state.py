@@ -357,3 +357,82 @@ def _original_union() -> type:
 
 	union = paint_order.RectUnionPure
 	return union.__mro__[1] if union.__name__ == 'IndexedRectUnion' else union
+
+
+def test_built_nodes_pickle_compact_and_come_back_equal() -> None:
+	"""The worker sends a built state's nodes as their constructors' arguments: the same nodes (every
+	field, shared objects still shared) in fewer bytes; a dataclass that could not be rebuilt that
+	way keeps pickle's own reduction."""
+	import copyreg
+	import dataclasses
+	import io
+	import pickle
+
+	from browser_use.dom import views
+
+	from browser_use_mcp.patches import offload_state
+
+	def node(node_id: int, text: str, snapshot: Any, children: list[Any] | None = None) -> Any:
+		return views.EnhancedDOMTreeNode(
+			node_id=node_id,
+			backend_node_id=node_id + 100,
+			node_type=views.NodeType.ELEMENT_NODE if children is not None else views.NodeType.TEXT_NODE,
+			node_name='BUTTON' if children is not None else '#text',
+			node_value=text,
+			attributes={'class': 'btn', 'aria-label': text},
+			is_scrollable=None,
+			is_visible=True,
+			absolute_position=views.DOMRect(1.0, 2.5, 30.0, 40.0),
+			target_id='target',
+			frame_id=None,
+			session_id='session',
+			content_document=None,
+			shadow_root_type=None,
+			shadow_roots=None,
+			parent_node=None,
+			children_nodes=children,
+			ax_node=views.EnhancedAXNode(
+				'ax', False, 'button', 'name', None, [views.EnhancedAXProperty('focusable', True)], None
+			),
+			snapshot_node=snapshot,
+			has_js_click_listener=True,
+			hidden_elements_info=[{'tag': 'a', 'text': 'far', 'pages': 2.0}],
+			has_hidden_content=True,
+			uuid=f'uuid-{node_id}',
+		)
+
+	shared = views.EnhancedSnapshotNode(
+		True, 'pointer', views.DOMRect(0, 0, 5, 5), None, None, {'cursor': 'pointer'}, 3, None, 'v', False
+	)
+	elements = {i: node(i, f'element {i}', shared, [node(-i, f'text {i}', None)]) for i in range(1, 60)}
+	built = offload_state.Built(elements, [{'button_type': 'next', 'backend_node_id': 7}], {'tree_ms': 1.0}, tags={1: 2})
+
+	table = copyreg.dispatch_table.copy()
+	for name in offload_state.COMPACT_CLASSES:
+		cls = getattr(views, name)
+		reducer = offload_state.compact_reducer(cls)
+		assert reducer is not None, name
+		table[cls] = reducer
+	out = io.BytesIO()
+	pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
+	pickler.dispatch_table = table
+	pickler.dump(built)
+	back = pickle.loads(out.getvalue())
+	assert back == built
+	assert back.elements[1].snapshot_node is back.elements[2].snapshot_node  # still one object
+	assert back.elements[3].uuid == 'uuid-3' and back.elements[3].children_nodes[0].node_value == 'text 3'
+	assert len(out.getvalue()) < len(pickle.dumps(built, pickle.HIGHEST_PROTOCOL))
+
+	@dataclasses.dataclass
+	class Derived:
+		a: int
+		b: int = dataclasses.field(init=False, default=0)
+
+	@dataclasses.dataclass
+	class Checked:
+		a: int
+
+		def __post_init__(self) -> None:
+			self.a += 1
+
+	assert offload_state.compact_reducer(Derived) is None and offload_state.compact_reducer(Checked) is None

@@ -504,10 +504,51 @@ def serialized(
 	)
 
 
-IN_WORKER_TOO = (
-	'paint_order_index',
-	'serializer_checks',
-)  # patches of the serializer the worker applies when the server has them
+# patches of the serializer the worker applies when the server has them
+IN_WORKER_TOO = ('paint_order_index', 'serializer_checks')
+# the classes of a built state's nodes, sent back from the worker as their constructor's arguments
+COMPACT_CLASSES = ('EnhancedDOMTreeNode', 'EnhancedSnapshotNode', 'EnhancedAXNode', 'EnhancedAXProperty', 'DOMRect')
+
+
+def compact_reducer(cls: type) -> Any:
+	"""A pickle reducer that sends a dataclass instance as ``cls(*values)``, every field in order; None
+	when ``cls`` could not be rebuilt that way (a field its ``__init__`` does not take, a
+	``__post_init__``). A slots dataclass otherwise pickles as a list of values that
+	``__setstate__`` sets one by one after asking ``dataclasses.fields`` for their names, per
+	instance: ~3 ms of the server's loads and ~4 ms of the worker's dumps for the 346 elements of the
+	Bootstrap cheatsheet (1.2 and 3.0 this way, 174 KB → 109 KB)."""
+	if not dataclasses.is_dataclass(cls) or hasattr(cls, '__post_init__'):
+		return None
+	fields = dataclasses.fields(cls)
+	if not all(f.init for f in fields):
+		return None
+	names = tuple(f.name for f in fields)
+
+	def reduce(obj: Any) -> tuple[type, tuple[Any, ...]]:
+		return cls, tuple([getattr(obj, name) for name in names])
+
+	return reduce
+
+
+def _compact_pickles() -> None:
+	"""Register ``compact_reducer`` with multiprocessing's pickler (in the worker: its answers)."""
+	from multiprocessing.reduction import ForkingPickler
+
+	from browser_use.dom import views
+
+	for name in COMPACT_CLASSES:
+		cls = getattr(views, name, None)
+		reducer = compact_reducer(cls) if isinstance(cls, type) else None
+		if reducer is not None:
+			ForkingPickler.register(cls, reducer)
+
+
+def compact_classes(_job: Any = None) -> list[str]:
+	"""The classes this process's multiprocessing pickler sends compact (``pool.run(None, compact_classes)``
+	asks the worker)."""
+	from multiprocessing.reduction import ForkingPickler
+
+	return sorted(cls.__name__ for cls in ForkingPickler._extra_reducers if cls.__name__ in COMPACT_CLASSES)
 
 
 def _warm(parent: int, patch_names: tuple[str, ...] = ()) -> None:
@@ -531,6 +572,7 @@ def _warm(parent: int, patch_names: tuple[str, ...] = ()) -> None:
 
 	for name in patch_names:
 		patches.apply(importlib.import_module(f'browser_use_mcp.patches.{name}').PATCH, enabled=True)
+	_compact_pickles()
 	# the cyclic collector runs after each build (``_free_trash``), never during one nor while its
 	# answer is sent; what the imports made is never looked at again
 	gc.disable()
