@@ -103,6 +103,15 @@ def set_checks(on: bool) -> None:
 		offload_state.pool.executor.submit(serializer_checks.switch, on).result(timeout=60)
 
 
+def set_busy(on: bool) -> None:
+	"""The patches on, with (``on``) or without busy renderers yielding (``busy.WATCH``; off, the
+	renderers it lowered get their priority back at its next look)."""
+	from browser_use_mcp import busy
+
+	set_offload(True)
+	busy.WATCH.nice = 19 if on else 0
+
+
 def set_memo(on: bool) -> None:
 	"""The patches on, with (``on``) or without the page's memo (``in_page_state.REMEMBER``): every
 	listed element's id asked for, as before."""
@@ -189,6 +198,7 @@ _compare_fast = False  # --compare-fast: on/off is offload_state.FAST, the patch
 _compare_memo = False  # --compare-memo: on/off is in_page_state.REMEMBER, the patches on in both
 _compare_reuse = False  # --compare-reuse: on/off is in_page_state.REUSE, the patches on in both
 _compare_checks = False  # --compare-checks: on/off is the serializer_checks patch, every state built
+_compare_busy = False  # --compare-busy: on/off is busy renderers yielding (busy.WATCH)
 _heavy_changes = False  # --heavy-changes: the heavy session changes its page before each state (no build reused)
 
 
@@ -197,6 +207,8 @@ def _switch() -> Any:
 		return set_reuse
 	if _compare_checks:
 		return set_checks
+	if _compare_busy:
+		return set_busy
 	return set_fast if _compare_fast else set_memo if _compare_memo else set_offload
 
 
@@ -207,6 +219,8 @@ def _labels() -> list[str]:
 		return ['page unchanged (build reused)', 'page changed (built)']
 	if _compare_checks:
 		return ['serializer checks (built)', "browser-use's checks (built)"]
+	if _compare_busy:
+		return ['busy renderers yield', 'all renderers equal']
 	return ['memo on', 'memo off (as before)'] if _compare_memo else ['patches on', 'patches off']
 
 
@@ -288,10 +302,10 @@ async def main(args: argparse.Namespace) -> None:
 	from browser_use_mcp.sessions import SessionRegistry
 	from harness.pages import PageServer
 
-	global _compare_fast, _compare_memo, _compare_reuse, _compare_checks, _heavy_changes, _where
+	global _compare_fast, _compare_memo, _compare_reuse, _compare_checks, _compare_busy, _heavy_changes, _where
 	_compare_fast, _compare_memo, _where = args.compare_fast, args.compare_memo, args.where
 	_compare_reuse, _heavy_changes = args.compare_reuse, args.heavy_changes
-	_compare_checks = args.compare_checks
+	_compare_checks, _compare_busy = args.compare_checks, args.compare_busy
 	config = dataclasses.replace(load_config(), isolation=args.isolation)
 	modes = [True] if args.only_on_pages else [True, False]
 	pages = [
@@ -404,6 +418,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 		'--compare-checks',
 		action='store_true',
 		help='on/off is the serializer_checks patch (here and in the worker), every state built, the other patches on in both',
+	)
+	parser.add_argument(
+		'--compare-busy',
+		action='store_true',
+		help='on/off is busy renderers yielding to the others (busy.WATCH), the patches on in both',
 	)
 	parser.add_argument(
 		'--heavy-changes',

@@ -29,6 +29,7 @@ from typing import Any
 
 import psutil
 
+from browser_use_mcp import busy
 from browser_use_mcp.cdp_pipe import CHILD_READ_FD, CHILD_WRITE_FD, PipeMux, install_child_fds, reserve_child_fds
 from browser_use_mcp.errors import BrowserStartFailed
 from browser_use_mcp.patches import internals
@@ -333,15 +334,17 @@ class ChromiumProcess:
 		self.yielded = False  # its priority lowered (yield_to_the_server)
 		cdp.on_close(self._pipe_closed)
 
-	def yield_to_the_server(self) -> None:
+	def yield_to_the_server(self, shared: bool = False) -> None:
 		"""Once a session has started on this browser: lower its CPU priority below the server's
-		(processes.yield_to_the_server), once. Not at launch: a browser starting beside fifteen others
+		(processes.yield_to_the_server), once, and have ``busy.WATCH`` lower its busy renderers further
+		(``shared``: a Chromium of several sessions, whose renderers yield one by one). Not at launch: a browser starting beside fifteen others
 		on two cores, then behind the server's own work, took long enough that browser-use lost its
 		first tab ("initial target not found") in our 16-agent benchmark; a start is on an agent's
 		path anyway."""
 		if not self.yielded and self.proc.returncode is None:
 			self.yielded = True
 			yield_to_the_server(CHROMIUM_NICE, leader=self.pid)
+			busy.WATCH.add(self, shared)
 
 	@classmethod
 	async def launch(

@@ -139,6 +139,7 @@ class ServerConfig:
 	allow_browser_urls: tuple[str, ...] = ()  # browser-internal pages tools may open anyway, e.g. chrome://version
 	parent_death_signal: bool = True  # Linux: each browser dies with the server, even on SIGKILL
 	chromium_nice: int = 10  # Linux: the browsers' CPU priority below the server's (0 leaves it as the server's)
+	busy_renderer_nice: int = 19  # Linux: a renderer that keeps a core busy yields to the others (0: off)
 	# egress policy (browser_use_mcp/egress.py): may pages reach loopback, private and link-local addresses?
 	block_private_networks: bool = False  # stdio: refuse them too (HTTP refuses them unless allowed)
 	allow_private_networks: bool = False  # HTTP: allow them (stdio allows them unless blocked)
@@ -277,6 +278,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'allow_browser_urls': (f'{ENV_PREFIX}ALLOW_BROWSER_URLS', _tokens),
 	'parent_death_signal': (f'{ENV_PREFIX}PARENT_DEATH_SIGNAL', _truthy),
 	'chromium_nice': (f'{ENV_PREFIX}CHROMIUM_NICE', _int),
+	'busy_renderer_nice': (f'{ENV_PREFIX}BUSY_RENDERER_NICE', _int),
 	'watchdog': (f'{ENV_PREFIX}WATCHDOG', str),
 	'tools': (f'{ENV_PREFIX}TOOLS', _tokens),
 	'block_private_networks': (f'{ENV_PREFIX}BLOCK_PRIVATE_NETWORKS', _truthy),
@@ -411,6 +413,11 @@ def validate(config: ServerConfig) -> None:
 	if not 0 <= config.chromium_nice <= 19:
 		problems.append(
 			f"chromium nice must be 0 to 19 (0 leaves the browsers at the server's priority), not {config.chromium_nice}"
+		)
+	if config.busy_renderer_nice != 0 and not config.chromium_nice < config.busy_renderer_nice <= 19:
+		problems.append(
+			f'busy renderer nice must be 0 (off) or above chromium nice ({config.chromium_nice}) and at most 19, '
+			f'not {config.busy_renderer_nice}'
 		)
 	if config.shared_browser_idle < 0:
 		problems.append('shared browser idle time must be >= 0')

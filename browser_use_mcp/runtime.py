@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from browser_use_mcp import egress, patches, urls
+from browser_use_mcp import busy, egress, patches, urls
 from browser_use_mcp.browser import (
 	Owner,
 	SessionDirs,
@@ -240,6 +240,7 @@ class BrowserRuntime:
 		configure_launch(
 			self.config.parent_death_signal and parent_death_signal_supported(), self._sidecar, self.config.chromium_nice
 		)
+		busy.WATCH.configure(self.config.busy_renderer_nice)
 
 	# -- which browser a session gets ------------------------------------------------------------
 
@@ -315,6 +316,7 @@ class BrowserRuntime:
 			await self.providers.egress.close()
 		if self.state_dir:
 			self.state_dir.remove()
+		busy.WATCH.stop()
 		if self._sidecar is not None:
 			self._sidecar.close()
 			self._sidecar = None

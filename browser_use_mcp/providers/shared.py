@@ -98,7 +98,7 @@ class ContextEndpoint(Endpoint):
 
 	def started(self) -> None:
 		if self.shard.chromium is not None:  # its first session has started: the shard's browser yields (once)
-			self.shard.chromium.yield_to_the_server()
+			self.shard.chromium.yield_to_the_server(shared=True)
 
 	def death_detail(self) -> str:
 		return self.shard.death_detail(self.provider.attach_url)

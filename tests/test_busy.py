@@ -1,0 +1,144 @@
+"""A renderer that keeps a core busy yields to the others, and gets its priority back when calm.
+
+Real Chromiums, sessions through the catalogue: a page that burns CPU in one session, a quiet page
+in another. ``busy.WATCH`` must lower exactly the busy one (its threads' niceness in a shared
+Chromium; its Chromium's autogroup with a Chromium of its own), give it back once the page is calm,
+and do nothing when switched off."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='niceness and autogroups are Linux')
+
+# a page that keeps its renderer busy (200 ms of work, then a tick for the page's other tasks)
+BURN = """<title>burn</title><script>
+window.burning = true;
+function burn() { const end = performance.now() + 200; while (performance.now() < end) {} if (window.burning) setTimeout(burn, 0); }
+burn();
+</script>"""
+QUIET = '<title>quiet</title><p>nothing runs here</p>'
+START_BURNING = 'window.burning = true; (function burn() { const end = performance.now() + 200; while (performance.now() < end) {} if (window.burning) setTimeout(burn, 0); })(); 1'
+STOP_BURNING = 'window.burning = false; 1'
+
+
+@pytest.fixture(scope='module')
+def pages() -> Iterator[str]:
+	from harness.servers import html_pages
+
+	with html_pages({'/burn': BURN, '/quiet': QUIET}) as url:
+		yield url
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+	"""Looks every 0.2 s, and a renderer busy from 0.3 of a core (the test machine runs other tests)."""
+	from browser_use_mcp import busy
+
+	monkeypatch.setattr(busy, 'INTERVAL', 0.2)
+	monkeypatch.setattr(busy, 'BUSY', 0.3)
+
+
+@contextlib.asynccontextmanager
+async def catalog_for(tmp_path: Path, isolation: str, **options: Any) -> AsyncIterator[Any]:
+	from browser_use_mcp.catalog import Catalog
+	from tests.fixtures import in_process_registry
+
+	async with in_process_registry(tmp_path / 'state', isolation, idle_timeout=600, **options) as registry:
+		yield Catalog(registry)
+
+
+async def call(catalog: Any, tool: str, **arguments: Any) -> str:
+	from browser_use_mcp.tools.base import Call
+
+	return (await catalog.call(tool, arguments, Call())).text
+
+
+async def until(check: Any, timeout: float = 15.0) -> Any:
+	"""``check()`` once it is truthy; fails after ``timeout`` s."""
+	deadline = asyncio.get_running_loop().time() + timeout
+	while True:
+		found = check()
+		if found:
+			return found
+		assert asyncio.get_running_loop().time() < deadline, 'timed out'
+		await asyncio.sleep(0.1)
+
+
+def renderers() -> dict[int, int]:
+	"""pid -> niceness of every renderer of the watched Chromiums."""
+	from browser_use_mcp import busy
+
+	found = {}
+	for pid in busy._read_groups(set(busy.WATCH._browsers)):
+		if busy._is_renderer(pid):
+			found[pid] = os.getpriority(os.PRIO_PROCESS, pid)
+	return found
+
+
+async def test_in_a_shared_chromium_only_the_busy_renderer_yields_and_comes_back(tmp_path: Path, pages: str, quick: None) -> None:
+	from browser_use_mcp import busy
+
+	async with catalog_for(tmp_path, 'context') as catalog:
+		await call(catalog, 'browser_navigate', session_id='quiet', url=f'{pages}/quiet')
+		await call(catalog, 'browser_navigate', session_id='busy', url=f'{pages}/burn')
+		assert busy.WATCH.nice == 19
+		(lowered,) = await until(busy.WATCH.lowered)
+		nices = renderers()
+		assert nices[lowered] == 19 and len(nices) >= 2, nices
+		assert all(nice == 10 for pid, nice in nices.items() if pid != lowered), nices  # the quiet one keeps its 10
+		with open(f'/proc/{lowered}/task/{lowered}/stat') as f:  # every thread, the main one included
+			assert int(f.read().rsplit(')', 1)[1].split()[16]) == 19
+
+		await call(catalog, 'browser_evaluate', session_id='busy', expression=STOP_BURNING)
+		await until(lambda: not busy.WATCH.lowered())
+		assert renderers()[lowered] == 10
+
+		# now the other session burns: its renderer yields, not the one lowered before
+		await call(catalog, 'browser_evaluate', session_id='quiet', expression=START_BURNING)
+		(other,) = await until(busy.WATCH.lowered)
+		assert other != lowered and renderers()[other] == 19 and renderers()[lowered] == 10
+		await call(catalog, 'browser_evaluate', session_id='quiet', expression=STOP_BURNING)
+		await until(lambda: not busy.WATCH.lowered())
+		assert busy.WATCH.yielded == 2
+
+
+async def test_a_chromium_of_its_own_yields_as_an_autogroup(tmp_path: Path, pages: str, quick: None) -> None:
+	from browser_use_mcp import busy
+
+	async with catalog_for(tmp_path, 'browser') as catalog:
+		await call(catalog, 'browser_navigate', session_id='busy', url=f'{pages}/burn')
+		(leader,) = await until(busy.WATCH.lowered)
+		assert leader in busy.WATCH._browsers and busy.autogroup_nice(leader) == 19
+		assert all(nice == 10 for nice in renderers().values())  # its processes keep their own niceness
+		await call(catalog, 'browser_evaluate', session_id='busy', expression=STOP_BURNING)
+		await until(lambda: not busy.WATCH.lowered())
+		assert busy.autogroup_nice(leader) == 10
+
+
+async def test_switched_off_nothing_yields(tmp_path: Path, pages: str, quick: None) -> None:
+	from browser_use_mcp import busy
+
+	async with catalog_for(tmp_path, 'context', busy_renderer_nice=0) as catalog:
+		await call(catalog, 'browser_navigate', session_id='busy', url=f'{pages}/burn')
+		await asyncio.sleep(2.0)  # ten looks' worth, had it been on
+		assert busy.WATCH.lowered() == [] and busy.WATCH.yielded == 0 and busy.WATCH._task is None
+		await call(catalog, 'browser_evaluate', session_id='busy', expression=STOP_BURNING)
+
+
+def test_its_setting_is_checked() -> None:
+	from browser_use_mcp.config import ServerConfig, validate
+
+	validate(ServerConfig(busy_renderer_nice=0))
+	validate(ServerConfig(busy_renderer_nice=15))
+	for wrong in (5, 10, 20, -1):
+		with pytest.raises(SystemExit, match='busy renderer nice must be 0'):
+			validate(ServerConfig(busy_renderer_nice=wrong))
