@@ -13,7 +13,9 @@ their renderers. A renderer that used more than ``BUSY`` of a core over ``BUSY_L
 row gets ``nice`` on every one of its threads; once it has used less for ``CALM_LOOKS`` looks in a
 row it gets back the niceness it had. In a Chromium of one session (``--isolation browser`` and the
 default session), which is an autogroup of its own, the scheduler weighs the autogroup, not its
-processes: there the Chromium's autogroup is lowered instead, while its renderers are busy.
+processes: there the Chromium's autogroup is lowered instead, while its renderers are busy. The
+page-state worker (``offload_state``), an autogroup of its own at niceness 10, is watched the same
+way once it has started: while it builds large states one after another, it yields too.
 
 Only the share of a contended core changes: a busy renderer alone still gets every idle cycle,
 and several busy ones share as equals. Linux only; a system that refuses a niceness keeps it as it
@@ -56,8 +58,9 @@ class _Process:
 
 @dataclass
 class _Browser:
-	chromium: Any  # a ChromiumProcess (alive())
+	chromium: Any  # a ChromiumProcess, or a _Pid (alive())
 	shared: bool  # a shared Chromium (contexts): its renderers yield one by one; else its autogroup does
+	whole: bool = False  # every process of the group counts (the page-state worker), not only renderers
 	base: int | None = None  # its autogroup's niceness before it yielded (not shared); None: it has not
 	busy: int = 0
 	calm: int = 0
@@ -85,8 +88,29 @@ class BusyWatch:
 			return
 		with self._lock:
 			self._browsers[chromium.pid] = _Browser(chromium, shared)
-		if self._task is None or self._task.done():
-			self._task = asyncio.get_running_loop().create_task(self._run(), name='busy-renderers')
+		self._ensure_task()
+
+	def _ensure_task(self) -> None:
+		try:
+			loop = asyncio.get_running_loop()
+		except RuntimeError:  # no loop here: nothing to watch with
+			return
+		if self._task is None or self._task.done() or self._task.get_loop() is not loop:  # (a loop since closed)
+			self._task = loop.create_task(self._run(), name='busy-renderers')
+
+	def add_process(self, pid: int) -> None:
+		"""Watch a process that leads its own session (the page-state worker): its autogroup yields
+		while it keeps a core busy, as a Chromium of one session's does."""
+		if self.nice <= 0 or not sys.platform.startswith('linux'):
+			return
+		with self._lock:
+			if pid in self._browsers:
+				return
+		if not _leads_its_session(pid):
+			return
+		with self._lock:
+			self._browsers.setdefault(pid, _Browser(_Pid(pid), shared=False, whole=True))
+		self._ensure_task()
 
 	def stop(self) -> None:
 		if self._task is not None:
@@ -137,7 +161,7 @@ class BusyWatch:
 				continue
 			used, known.cpu = cpu - known.cpu, cpu
 			seen[pid] = known
-			if not known.renderer:
+			if not (known.renderer or groups[group].whole):
 				continue
 			if used > limit:
 				known.busy, known.calm = known.busy + 1, 0
@@ -189,6 +213,20 @@ class BusyWatch:
 
 
 WATCH = BusyWatch()
+
+
+class _Pid:
+	"""A watched process that is not a Chromium of ours."""
+
+	def __init__(self, pid: int) -> None:
+		self.pid = pid
+
+	def alive(self) -> bool:
+		try:
+			with open(f'/proc/{self.pid}/stat', 'rb') as f:
+				return f.read().rsplit(b')', 1)[1].split()[0] != b'Z'
+		except (OSError, IndexError):
+			return False
 
 
 @functools.cache

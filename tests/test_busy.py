@@ -142,3 +142,25 @@ def test_its_setting_is_checked() -> None:
 	for wrong in (5, 10, 20, -1):
 		with pytest.raises(SystemExit, match='busy renderer nice must be 0'):
 			validate(ServerConfig(busy_renderer_nice=wrong))
+
+
+async def test_a_busy_page_state_worker_yields_as_an_autogroup(quick: None) -> None:
+	"""The page-state worker, once started, is watched too: kept busy (here by two sums of 10**8 run
+	in it, ~2 s of CPU), its autogroup is lowered; calm again, it gets its niceness back."""
+	from browser_use_mcp import busy
+	from browser_use_mcp.patches import offload_state
+
+	busy.WATCH.configure(19)
+	try:
+		assert await offload_state.pool.wait_ready(60), 'the page-state worker did not start'
+		(worker,) = [pid for pid, b in busy.WATCH._browsers.items() if b.whole]
+		assert busy.autogroup_nice(worker) == offload_state.WORKER_NICE
+		burning = asyncio.ensure_future(asyncio.gather(*(offload_state.pool.run(range(10**8), sum) for _ in range(2))))
+		await until(lambda: worker in busy.WATCH.lowered())
+		assert busy.autogroup_nice(worker) == 19
+		assert await burning == [sum(range(10**8))] * 2
+		await until(lambda: not busy.WATCH.lowered())
+		assert busy.autogroup_nice(worker) == offload_state.WORKER_NICE
+	finally:
+		busy.WATCH.stop()
+		offload_state.pool.shutdown(wait=True)

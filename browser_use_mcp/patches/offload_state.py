@@ -647,6 +647,9 @@ class _Pool:
 			logger.warning('the page-state worker could not start (%s); states are built in process', started.exception())
 			self.broken = True
 			return False
+		from browser_use_mcp import busy
+
+		busy.WATCH.add_process(started.result())  # a worker that keeps a core busy yields too (once per watch)
 		return True
 
 	async def wait_ready(self, timeout: float) -> bool:
