@@ -359,6 +359,31 @@ def check_display(headless: bool, env: Mapping[str, str] | None = None) -> Check
 	)
 
 
+def check_cpu_priority(config: ServerConfig) -> Check:
+	"""Whether the browsers can run below the server and busy renderers yield (``busy.py``): needs
+	Linux, and the right to give a thread its priority back (CAP_SYS_NICE or RLIMIT_NICE)."""
+	from browser_use_mcp import busy
+
+	name = 'cpu priority'
+	if not sys.platform.startswith('linux'):
+		return Check(name, 'skip', "browsers run at the server's priority (niceness and autogroups are Linux-only)")
+	base, busy_nice = config.chromium_nice, config.busy_renderer_nice
+	below = f'browsers at niceness {base} below the server' if base else "browsers at the server's priority"
+	if busy_nice <= 0:
+		return Check(name, 'ok', f'{below}; busy renderers do not yield (BROWSER_USE_MCP_BUSY_RENDERER_NICE=0)')
+	if busy.can_restore(busy_nice, base):
+		return Check(name, 'ok', f'{below}; a renderer that keeps a core busy yields (niceness {busy_nice}) until calm')
+	return Check(
+		name,
+		'warn',
+		f'{below}; renderers that keep a core busy are not lowered in shared Chromiums: this server may not give a '
+		f'thread its priority back (niceness {busy_nice} -> {base} needs CAP_SYS_NICE or RLIMIT_NICE >= {20 - base}), '
+		"so light sessions wait behind heavy pages' renderers",
+		f'Allow it: docker run --cap-add SYS_NICE, systemd LimitNICE={20 - base}, or prlimit --nice={20 - base}; '
+		'or set BROWSER_USE_MCP_BUSY_RENDERER_NICE=0 to silence this',
+	)
+
+
 def check_profile_lock(profile: Path) -> Check:
 	"""Whether another browser holds the persistent profile the default session would use."""
 	import psutil
@@ -723,6 +748,7 @@ def run_checks(config: ServerConfig, env: Mapping[str, str] | None = None, launc
 	if config.auth == 'oauth':
 		checks.append(asyncio.run(check_oauth_issuer(config)))
 	checks.append(check_display(config.headless, env))
+	checks.append(check_cpu_priority(config))
 	checks.append(check_profile_lock(config.default_user_data_dir))
 	checks.extend(check_state_dirs(config))
 	checks.append(check_llm(config.llm, env))

@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
+import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -164,3 +167,32 @@ async def test_a_busy_page_state_worker_yields_as_an_autogroup(quick: None) -> N
 	finally:
 		busy.WATCH.stop()
 		offload_state.pool.shutdown(wait=True)
+
+
+CHECK = (
+	'from browser_use_mcp.config import ServerConfig; from browser_use_mcp.doctor import check_cpu_priority; '
+	'c = check_cpu_priority(ServerConfig()); print(c.status); print(c.summary); print(c.fix)'
+)
+
+
+@pytest.mark.skipif(
+	os.geteuid() != 0 or not shutil.which('setpriv') or resource.getrlimit(resource.RLIMIT_NICE)[0] >= 10,
+	reason='needs root, setpriv (util-linux) and RLIMIT_NICE under 10 to run a process that may not raise a priority',
+)
+def test_doctor_says_whether_busy_renderers_can_yield() -> None:
+	"""The probe is real: a process without CAP_SYS_NICE (and RLIMIT_NICE under 10) cannot give a thread
+	its priority back, and doctor warns with the fix; with the capability it can."""
+	from browser_use_mcp.config import ServerConfig
+	from browser_use_mcp.doctor import check_cpu_priority
+
+	def doctor(*prefix: str) -> list[str]:
+		done = subprocess.run([*prefix, sys.executable, '-c', CHECK], capture_output=True, text=True, timeout=60, check=True)
+		return done.stdout.splitlines()
+
+	status, summary, fix = doctor('setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice')
+	assert status == 'warn' and 'not lowered' in summary and 'CAP_SYS_NICE' in summary, summary
+	assert 'SYS_NICE' in fix and 'LimitNICE=10' in fix
+	status, summary, _ = doctor()
+	assert status == 'ok' and 'yields (niceness 19)' in summary, summary
+	off = check_cpu_priority(ServerConfig(busy_renderer_nice=0))
+	assert off.status == 'ok' and 'do not yield' in off.summary
