@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -185,6 +185,21 @@ class _Collector:
 		)
 		disk.add_metric([], recordings.disk_bytes() if recordings is not None else 0)
 		yield disk
+
+		from browser_use_mcp import busy
+
+		lowered = GaugeMetricFamily(
+			f'{PREFIX}_busy_processes_lowered',
+			'Renderers (and one-session Chromiums or the page-state worker, by autogroup) that keep a core busy, '
+			'lowered now so that the others go first',
+		)
+		lowered.add_metric([], len(busy.WATCH.lowered()))
+		yield lowered
+		yields = CounterMetricFamily(
+			f'{PREFIX}_busy_yields', 'Times a busy renderer, one-session Chromium or page-state worker was lowered'
+		)
+		yields.add_metric([], busy.WATCH.yielded)
+		yield yields
 
 		sample = m.memory_cache[1] if m.memory_cache is not None else None
 		if sample is not None:

@@ -87,6 +87,20 @@ def renderers() -> dict[int, int]:
 	return found
 
 
+def scraped(catalog: Any) -> tuple[float, float]:
+	"""(lowered now, yields so far) as a Prometheus scrape of the server's metrics reads them."""
+	from prometheus_client import generate_latest
+	from prometheus_client.parser import text_string_to_metric_families
+
+	from browser_use_mcp.metrics import Metrics
+
+	found = {}
+	for family in text_string_to_metric_families(generate_latest(Metrics(catalog.sessions).prom).decode()):
+		for sample in family.samples:
+			found[sample.name] = sample.value
+	return found['browser_use_mcp_busy_processes_lowered'], found['browser_use_mcp_busy_yields_total']
+
+
 async def test_in_a_shared_chromium_only_the_busy_renderer_yields_and_comes_back(tmp_path: Path, pages: str, quick: None) -> None:
 	from browser_use_mcp import busy
 
@@ -100,10 +114,12 @@ async def test_in_a_shared_chromium_only_the_busy_renderer_yields_and_comes_back
 		assert all(nice == 10 for pid, nice in nices.items() if pid != lowered), nices  # the quiet one keeps its 10
 		with open(f'/proc/{lowered}/task/{lowered}/stat') as f:  # every thread, the main one included
 			assert int(f.read().rsplit(')', 1)[1].split()[16]) == 19
+		assert scraped(catalog) == (1.0, 1.0)  # /metrics: one lowered now, one yield so far
 
 		await call(catalog, 'browser_evaluate', session_id='busy', expression=STOP_BURNING)
 		await until(lambda: not busy.WATCH.lowered())
 		assert renderers()[lowered] == 10
+		assert scraped(catalog) == (0.0, 1.0)
 
 		# now the other session burns: its renderer yields, not the one lowered before
 		await call(catalog, 'browser_evaluate', session_id='quiet', expression=START_BURNING)
