@@ -8,6 +8,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,6 +109,26 @@ async def mcp(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> Async
 	home = tmp_path_factory.mktemp('server-home')
 	async with Background(running_server(home)) as server:
 		yield server
+
+
+@pytest.fixture(scope='module')
+def action_pages() -> Iterator[str]:
+	"""Base URL of the action pages (harness.pages.ACTION_PAGES) on 127.0.0.1."""
+	from harness.pages import ACTION_PAGES
+	from harness.servers import html_pages
+
+	with html_pages(ACTION_PAGES) as url:
+		yield url
+
+
+@pytest.fixture
+async def catalog(tmp_path: Path) -> AsyncIterator[Any]:
+	"""A started registry in this process (contexts), through the tools' catalogue."""
+	from browser_use_mcp.catalog import Catalog
+	from tests.fixtures import in_process_registry
+
+	async with in_process_registry(tmp_path / 'state', 'context', idle_timeout=600) as registry:
+		yield Catalog(registry)
 
 
 @pytest.fixture

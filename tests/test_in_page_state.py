@@ -11,8 +11,6 @@ from __future__ import annotations
 import gc
 import json
 import weakref
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -60,23 +58,6 @@ OVERFLOW = """<div style="height:40px;overflow:hidden"><p>line</p><p>line</p><p>
 <div style="width:80px;overflow-x:scroll;white-space:nowrap">a long line that scrolls sideways <a href="/x">side</a></div>
 <div style="height:40px;overflow:overlay"><p>a</p><p>b</p><p>c</p><button>in overlay</button></div>"""
 SCALED = '<button>One</button><input placeholder=name value=typed><a href="/far" style="margin-top:1500px;display:block">Far</a>'
-
-
-@pytest.fixture(scope='module')
-def action_pages() -> Iterator[str]:
-	from harness.servers import html_pages
-
-	with html_pages(ACTION_PAGES) as url:
-		yield url
-
-
-@pytest.fixture
-async def catalog(tmp_path: Path) -> AsyncIterator[Any]:
-	from browser_use_mcp.catalog import Catalog
-	from tests.fixtures import in_process_registry
-
-	async with in_process_registry(tmp_path / 'state', 'context', idle_timeout=600) as registry:
-		yield Catalog(registry)
 
 
 async def call(catalog: Any, tool: str, **arguments: Any) -> str:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -72,23 +71,6 @@ def same_answers(root: Any) -> int:
 			attributes = {'tag': node.tag_name.lower(), 'role': (node.attributes or {}).get('role')}
 			assert fast(serializer, attributes) == propagating(serializer, attributes), attributes
 	return elements
-
-
-@pytest.fixture(scope='module')
-def action_pages() -> Iterator[str]:
-	from harness.servers import html_pages
-
-	with html_pages(ACTION_PAGES) as url:
-		yield url
-
-
-@pytest.fixture
-async def catalog(tmp_path: Path) -> AsyncIterator[Any]:
-	from browser_use_mcp.catalog import Catalog
-	from tests.fixtures import in_process_registry
-
-	async with in_process_registry(tmp_path / 'state', 'context', idle_timeout=600) as registry:
-		yield Catalog(registry)
 
 
 async def test_both_checks_answer_as_browser_use_on_real_pages(catalog: Any, site: str, action_pages: str) -> None:
