@@ -337,10 +337,10 @@ class ChromiumProcess:
 	def yield_to_the_server(self, shared: bool = False) -> None:
 		"""Once a session has started on this browser: lower its CPU priority below the server's
 		(processes.yield_to_the_server), once, and have ``busy.WATCH`` lower its busy renderers further
-		(``shared``: a Chromium of several sessions, whose renderers yield one by one). Not at launch: a browser starting beside fifteen others
-		on two cores, then behind the server's own work, took long enough that browser-use lost its
-		first tab ("initial target not found") in our 16-agent benchmark; a start is on an agent's
-		path anyway."""
+		(``shared``: a Chromium of several sessions, whose renderers yield one by one). Not at launch:
+		a browser starting beside fifteen others on two cores, then behind the server's own work, took
+		long enough that browser-use lost its first tab ("initial target not found") in our 16-agent
+		benchmark; a start is on an agent's path anyway."""
 		if not self.yielded and self.proc.returncode is None:
 			self.yielded = True
 			yield_to_the_server(CHROMIUM_NICE, leader=self.pid)

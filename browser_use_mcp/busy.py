@@ -35,6 +35,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
+
+from browser_use_mcp.processes import chromium_kind, gone, leads_its_session, set_autogroup
+
 logger = logging.getLogger(__name__)
 
 INTERVAL = 0.5  # s between looks
@@ -58,7 +62,7 @@ class _Process:
 
 @dataclass
 class _Browser:
-	chromium: Any  # a ChromiumProcess, or a _Pid (alive())
+	chromium: Any  # a ChromiumProcess, or a _Process_of (alive())
 	shared: bool  # a shared Chromium (contexts): its renderers yield one by one; else its autogroup does
 	whole: bool = False  # every process of the group counts (the page-state worker), not only renderers
 	base: int | None = None  # its autogroup's niceness before it yielded (not shared); None: it has not
@@ -106,10 +110,10 @@ class BusyWatch:
 		with self._lock:
 			if pid in self._browsers:
 				return
-		if not _leads_its_session(pid):
+		if not leads_its_session(pid):
 			return
-		with self._lock:
-			self._browsers.setdefault(pid, _Browser(_Pid(pid), shared=False, whole=True))
+		with contextlib.suppress(psutil.Error), self._lock:
+			self._browsers.setdefault(pid, _Browser(_Process_of(psutil.Process(pid)), shared=False, whole=True))
 		self._ensure_task()
 
 	def stop(self) -> None:
@@ -183,7 +187,7 @@ class BusyWatch:
 				process.base = None
 		for leader, browser in groups.items():
 			if browser.base is not None:
-				_set_autogroup(leader, browser.base)
+				set_autogroup(leader, browser.base)
 				browser.base = None
 
 	def _settle(self, pid: int, process: _Process) -> None:
@@ -201,32 +205,28 @@ class BusyWatch:
 	def _settle_group(self, leader: int, browser: _Browser, busy: bool) -> None:
 		browser.busy, browser.calm = (browser.busy + 1, 0) if busy else (0, browser.calm + 1)
 		if browser.base is None and browser.busy >= BUSY_LOOKS:
-			if not _leads_its_session(leader):  # its autogroup would be the server's
+			if not leads_its_session(leader):  # its autogroup would be the server's
 				return
 			base = autogroup_nice(leader)
-			if base is not None and base < self.nice and _set_autogroup(leader, self.nice):
+			if base is not None and base < self.nice and set_autogroup(leader, self.nice):
 				browser.base = base
 				self.yielded += 1
 		elif browser.base is not None and browser.calm >= CALM_LOOKS:
-			_set_autogroup(leader, browser.base)
+			set_autogroup(leader, browser.base)
 			browser.base = None
 
 
 WATCH = BusyWatch()
 
 
-class _Pid:
-	"""A watched process that is not a Chromium of ours."""
+class _Process_of:  # noqa: N801
+	"""A watched process that is not a Chromium of ours (what ``look`` asks of one)."""
 
-	def __init__(self, pid: int) -> None:
-		self.pid = pid
+	def __init__(self, proc: psutil.Process) -> None:
+		self.pid, self._proc = proc.pid, proc
 
 	def alive(self) -> bool:
-		try:
-			with open(f'/proc/{self.pid}/stat', 'rb') as f:
-				return f.read().rsplit(b')', 1)[1].split()[0] != b'Z'
-		except (OSError, IndexError):
-			return False
+		return not gone(self._proc)
 
 
 @functools.cache
@@ -286,10 +286,10 @@ def _is_renderer(pid: int) -> bool:
 	once a zygote's child has set its title)."""
 	try:
 		with open(f'/proc/{pid}/cmdline', 'rb') as f:
-			words = f.read().replace(b'\0', b' ').split()
+			words = f.read().replace(b'\0', b' ').decode(errors='replace').split()
 	except OSError:
 		return False
-	return b'--type=renderer' in words
+	return chromium_kind(words) == 'renderer'
 
 
 def _niceness(pid: int) -> int | None:
@@ -326,13 +326,6 @@ def _restore_threads(pid: int, before: dict[int, int]) -> None:
 			os.setpriority(os.PRIO_PROCESS, tid, before.get(tid, default))
 
 
-def _leads_its_session(pid: int) -> bool:
-	try:
-		return os.getsid(pid) == pid
-	except OSError:
-		return False
-
-
 def autogroup_nice(pid: int) -> int | None:
 	"""The niceness of ``pid``'s autogroup (``/proc/PID/autogroup``: "/autogroup-N nice K")."""
 	try:
@@ -340,12 +333,3 @@ def autogroup_nice(pid: int) -> int | None:
 			return int(f.read().split()[-1])
 	except (OSError, ValueError, IndexError):
 		return None
-
-
-def _set_autogroup(pid: int, nice: int) -> bool:
-	try:
-		with open(f'/proc/{pid}/autogroup', 'w') as f:
-			f.write(str(nice))
-		return True
-	except OSError:
-		return False

@@ -248,15 +248,30 @@ def yield_to_the_server(nice: int, leader: int | None = None) -> None:
 			os.setpriority(os.PRIO_PROCESS, 0, nice)
 		else:
 			os.setpriority(os.PRIO_PGRP, leader, nice)
+	if leads_its_session(pid):
+		set_autogroup(pid, nice)
+
+
+def leads_its_session(pid: int) -> bool:
+	"""Whether ``pid`` leads its own session, so that its autogroup is its own (not its parent's)."""
 	try:
-		if os.getsid(pid) != pid:
-			return
+		return os.getsid(pid) == pid
+	except OSError:
+		return False
+
+
+def set_autogroup(pid: int, nice: int) -> bool:
+	"""Set the niceness of ``pid``'s autogroup; False when the process is gone, the system is not
+	Linux, or the kernel has no autogroups. Only for a session leader (``leads_its_session``): another
+	process's autogroup is its session's, which may be the server's."""
+	try:
 		fd = os.open(f'/proc/{pid}/autogroup', os.O_WRONLY)
-	except OSError:  # gone, not Linux, or a kernel without autogroups
-		return
+	except OSError:
+		return False
 	try:
 		os.write(fd, str(nice).encode())
+		return True
 	except OSError:
-		pass
+		return False
 	finally:
 		os.close(fd)
