@@ -4,8 +4,8 @@ Why: ``DOMTreeSerializer`` asks two questions of every element of the page (brow
 
 - ``_is_propagating_element`` (does this element's box hide its descendants from the list?), asked
   of every node and again of every contained child, builds a list of comparisons for each of its
-  eight patterns on every call: ~60,000 list comprehensions on the Bootstrap cheatsheet, a third of
-  the serializer's time there (19.4 → 12.6 ms without them);
+  eight patterns on every call: ~60,000 list comprehensions on the Bootstrap cheatsheet, about a
+  third of the serializer's time there;
 - ``ClickableElementDetector.is_interactive`` builds its sets of tags, roles and attributes anew on
   every call, and joins an element's class list once per search word.
 
@@ -14,7 +14,8 @@ Why: ``DOMTreeSerializer`` asks two questions of every element of the page (brow
 ``is_interactive`` is the second with its constants made once and the class list joined once.
 The same tests in the same order, so the same answers (``tests/test_serializer_checks.py`` checks
 both against the originals on every node of real pages and on generated elements). Together they
-take the serializer's time on the cheatsheet from ~19 to ~10 ms.
+take the serializer's time on the cheatsheet from ~17 to ~11 ms (a profile's harness, ad hoc), and
+``browser_get_state`` there ~5 ms (``benchmarks.state_corpus --compare-checks``).
 
 It applies wherever browser-use serializes, in this process and in the page-state worker
 (``offload_state`` applies the same patch there).
@@ -217,8 +218,8 @@ PATCH = Patch(
 	changes="browser-use's ``DOMTreeSerializer._is_propagating_element`` answers from sets made once from "
 	'``PROPAGATING_ELEMENTS``, and ``ClickableElementDetector.is_interactive`` runs the same tests in the same '
 	'order with its sets made once, the class list joined once and the search words found by one regular expression (same answers).',
-	why="both rebuilt their constants on every call, for every element: a third to a half of the serializer's time "
-	'on a page of ~1,800 nodes (19 → 10 ms on the Bootstrap cheatsheet).',
+	why="both rebuilt their constants on every call, for every element: about a third of the serializer's time "
+	'on a page of ~1,800 nodes (17 → 11 ms on the Bootstrap cheatsheet).',
 	package='browser-use',
 	versions=(BROWSER_USE_VERSION,),
 	sources={
