@@ -75,9 +75,12 @@ async def test_a_busy_principal_never_holds_back_another(tmp_path: Path) -> None
 		await registry.close('A', 'a0')
 		await settle(lambda: len(order) == 4)
 		assert order[3:] == ['a3'] and registry.slots.waiting('A') == 6
-		for i in (1, 2, 3):  # first come, first served within A
+		# first come, first served within A: each slot freed goes to the next of A's waiters. One at a
+		# time: a session granted its slot earlier may finish being created later than the next one
+		for i, expected in ((1, 'a4'), (2, 'a5'), (3, 'a6')):
 			await registry.close('A', f'a{i}')
-		await settle(lambda: len(order) == 7)
+			await settle(lambda n=4 + i: len(order) == n)
+			assert order[-1] == expected and registry.slots.waiting('A') == 6 - i, order
 		assert order[4:] == ['a4', 'a5', 'a6']
 		for task in tasks:
 			task.cancel()
