@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from browser_use_mcp import dialogs
+from browser_use_mcp import ahead, dialogs
 from browser_use_mcp.errors import InvalidArgument, ToolError, UnknownTool
 from browser_use_mcp.sessions import SessionRegistry, SessionState, current_session
 from browser_use_mcp.tools import debug, tools_for
@@ -191,6 +191,8 @@ class Catalog:
 					)
 				if not tool.hints.read_only:  # a durable session's record follows its page (saved within seconds)
 					self.sessions.page_changed(state)
+					if error is None and not wants_state:  # the state the agent reads next, built while it thinks
+						ahead.schedule(state)
 
 		async def waiting(state: SessionState) -> None:
 			await call.report_progress(0, None, HELD_BY_PERSON)

@@ -130,6 +130,7 @@ class ServerConfig:
 	in_page_state: bool = True  # with offload_state: browser_get_state reads the page in one walk, not three CDP trees
 	paint_order_index: bool = True  # browser-use's paint-order filter compares nearby rectangles only
 	serializer_checks: bool = True  # browser-use's per-element checks with their constants made once
+	build_ahead: bool = True  # after a page-changing call, the page's state is built while the agent thinks (ahead.py)
 	dialog_gate: bool = True  # --dialogs hold can hold JavaScript dialogs (browser-use answers them itself otherwise)
 	typing_keeps_focus: bool = True  # browser_type sends no synthetic blur after typing (autocompletes stay open)
 	late_target_info: bool = True  # a new tab's URL changed while browser-use attached it is kept, not dropped
@@ -269,6 +270,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'in_page_state': (f'{ENV_PREFIX}IN_PAGE_STATE', _truthy),
 	'paint_order_index': (f'{ENV_PREFIX}PAINT_ORDER_INDEX', _truthy),
 	'serializer_checks': (f'{ENV_PREFIX}SERIALIZER_CHECKS', _truthy),
+	'build_ahead': (f'{ENV_PREFIX}BUILD_AHEAD', _truthy),
 	'typing_keeps_focus': (f'{ENV_PREFIX}TYPING_KEEPS_FOCUS', _truthy),
 	'late_target_info': (f'{ENV_PREFIX}LATE_TARGET_INFO', _truthy),
 	'navigation_wake': (f'{ENV_PREFIX}NAVIGATION_WAKE', _truthy),

@@ -201,6 +201,18 @@ class _Collector:
 		yields.add_metric([], busy.WATCH.yielded)
 		yield yields
 
+		from browser_use_mcp.patches import in_page_state
+
+		builds = CounterMetricFamily(
+			f'{PREFIX}_state_builds_ahead',
+			"Page states built ahead while the agent thought (ahead.py), by what became of them: 'built' (kept for "
+			"the next read), 'used' (a read took it), 'missed' (the page had changed by the read)",
+			labels=['outcome'],
+		)
+		for outcome in ('built', 'used', 'missed'):
+			builds.add_metric([outcome], in_page_state.ahead_counts[outcome])
+		yield builds
+
 		sample = m.memory_cache[1] if m.memory_cache is not None else None
 		if sample is not None:
 			memory = GaugeMetricFamily(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 import anyio
 from uuid_extensions import uuid7str
 
+from browser_use_mcp import ahead
 from browser_use_mcp import tasks as task_scopes
 from browser_use_mcp.admission import CallSlots, Notify, QueueTimeout, SessionSlots, Waiter, wait_for_grant
 from browser_use_mcp.browser import Owner, SessionDirs
@@ -211,6 +212,7 @@ class SessionState:
 	saver: asyncio.Task[None] | None = None  # a durable session's record save, due after a page-changing call
 	saving: bool = False  # that save is reading the session or writing its record (no longer cancellable)
 	recording: Recording | None = None  # this session's flight recorder (None: not recorded)
+	ahead: asyncio.Task[None] | None = None  # its page's state being built ahead (ahead.py), between calls
 	_tools: Tools[Any] | None = None
 
 	@property
@@ -245,13 +247,16 @@ class SessionState:
 		Waits for the session's lock (at most ``wait`` s: TimeoutError), running ``while_waiting``
 		meanwhile if someone holds it. Held, the session is busy: not idle (so not expired) until
 		``deadline`` s from now, or for as long as it is held (None: a takeover, which ends itself
-		on inactivity). Every ``hold`` is paired with one ``let_go``; nothing else takes the lock."""
+		on inactivity). Every ``hold`` is paired with one ``let_go``. Only a build ahead (ahead.py)
+		takes the lock otherwise, when free, and every ``hold`` cancels it first."""
+		await ahead.stop(self)
 		told = asyncio.create_task(while_waiting()) if while_waiting is not None and self.lock.locked() else None
 		try:
 			await asyncio.wait_for(self.lock.acquire(), wait)
 		finally:
 			if told is not None:
 				told.cancel()
+		ahead.cancel(self)  # one the call before this one scheduled as it ended (this call's state may be it)
 		self.busy += 1
 		self.touch()
 		self.busy_until = math.inf if deadline is None else self.last_activity + deadline
@@ -938,6 +943,7 @@ class SessionRegistry:
 		await asyncio.shield(pending)
 
 	async def _teardown(self, state: SessionState) -> None:
+		await ahead.stop(state)
 		for task in list(state.calls):
 			task.cancel()
 		if state.calls:

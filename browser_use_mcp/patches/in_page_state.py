@@ -86,6 +86,8 @@ fallbacks: dict[str, int] = {}  # why the trees were read instead, and how often
 last_timing: dict[str, float] = {}  # the last walked state's steps, ms (for benchmarks)
 REMEMBER = True  # walks on a memo per document, and ids known from it (False: benchmarks' "as before")
 REUSE = True  # a walk the same as the memo's last one reuses that walk's build (False: benchmarks' "as before")
+AHEAD_MOST_SKIPS = 8  # builds ahead skipped at most on a document after their builds went unused
+ahead_counts: collections.Counter[str] = collections.Counter()  # builds ahead: built, used, missed (for metrics and tests)
 
 
 def _fell_back(why: str) -> None:
@@ -822,7 +824,23 @@ async def walked_state(service: Any) -> Any:
 		return None
 
 
-async def _walked_state(service: Any) -> Any:
+async def build_ahead(service: Any) -> str:
+	"""Walk the focused page and build its state in the worker for the read that follows (``ahead.py``):
+	kept on the page's memo as a read's build is, so a read whose walk answers the same reuses it, and
+	a read that comes while it is being built waits for it rather than building it again. Nothing
+	else changes: no ids asked, no state made, ``last_timing`` and ``fallbacks`` left alone. Answers
+	what it did: ``built``, ``unchanged`` (the memo's build is this walk's), ``small`` (a page built
+	in process, cheap at the read), ``skipped`` (its last build ahead was not used: a page that keeps
+	changing), or ``none`` (no memo, REUSE off, a walk that fell back)."""
+	if not (REUSE and REMEMBER):
+		return 'none'
+	try:
+		return await asyncio.wait_for(_walked_state(service, ahead=True), WAIT)
+	except (_Fallback, TimeoutError):
+		return 'none'
+
+
+async def _walked_state(service: Any, ahead: bool = False) -> Any:
 	from browser_use.dom.views import SerializedDOMState
 
 	from browser_use_mcp.patches import offload_state
@@ -839,6 +857,11 @@ async def _walked_state(service: Any) -> Any:
 		memo = memos.get(cdp_session.session_id)
 		if memo is not None:
 			memos.move_to_end(cdp_session.session_id)
+			if ahead and memo.small:  # built in process at the read, cheaply: nothing to gain
+				return 'small'
+			if ahead and memo.ahead_skips > 0:  # the last ones were not used: a page that keeps changing
+				memo.ahead_skips -= 1
+				return 'skipped'
 	kept: asyncio.Future[Memo | None] | None = None
 	try:
 		try:
@@ -855,16 +878,44 @@ async def _walked_state(service: Any) -> Any:
 		# a page that reads as at the last walk of its document builds the same state: that one
 		built = memo.built if memo is not None and key is not None and memo.built_key == key else None
 		reused = built is not None
+		small = not isinstance(text, offload_state.RawAnswer)
+		if ahead:
+			if reused:
+				return 'unchanged'
+			if kept is not None:
+				memo = await kept
+			if memo is not None:
+				memo.small = small
+			if small or not await offload_state.pool.wait_ready(offload_state.START_WAIT):
+				return 'small'
+			if memo is None or key is None:
+				return 'none'
+			await memo.build_ahead(key, job, memos)
+			return 'built'
+		joined = False
+		if memo is not None:
+			pending = memo.pending
+			if not reused and key is not None and pending is not None and pending.key == key:
+				pending.joined = True  # being built ahead: this read waits for that build
+				memo.ahead_used(True)
+				built = await asyncio.shield(pending.future)
+				reused = joined = True
+			elif memo.ahead_key is not None:  # was the build made ahead for this read the one it needed?
+				memo.ahead_used(memo.ahead_key == key)
 		if not reused:
-			if isinstance(text, offload_state.RawAnswer) and await offload_state.pool.wait_ready(offload_state.START_WAIT):
+			if memo is not None:
+				memo.pending = None  # a build ahead of another walk, if one is still going, is not kept
+			if not small and await offload_state.pool.wait_ready(offload_state.START_WAIT):
 				built = await offload_state.pool.run(job, build_walked)
 			else:  # a small page: cheaper here than a hop
 				built = build_walked(job)
 		built_at = time.perf_counter()
 		if kept is not None:
 			memo = await kept
-		if memo is not None and key is not None and not reused:
-			memo.keep_build(key, built, memos)
+		if memo is not None:
+			memo.small = small
+			if key is not None and not reused:
+				memo.keep_build(key, built, memos)
 		real, asked = await _backend_ids(call, holder, list(built.elements), built.tags, memo)
 	finally:
 		if kept is not None and not kept.done():
@@ -892,6 +943,7 @@ async def _walked_state(service: Any) -> Any:
 	timing = {
 		'walk_ms': (read - started) * 1000,
 		**({'build_reused': 1.0} if reused else built.timing),
+		**({'build_joined': 1.0} if joined else {}),
 		'build_total_ms': (built_at - read) * 1000,
 		'ids_ms': (time.perf_counter() - built_at) * 1000,
 		'ids_known': len(real) - asked,  # listed elements whose ids the memo knew
@@ -904,6 +956,15 @@ async def _walked_state(service: Any) -> Any:
 
 
 @dataclasses.dataclass
+class _Ahead:
+	"""A build made ahead, under way."""
+
+	key: bytes  # its walk's ``walk_key``
+	future: asyncio.Future[Any]  # its ``offload_state.Built``
+	joined: bool = False  # a read of the same walk waits for it
+
+
+@dataclasses.dataclass
 class Memo:
 	"""A document's memo in the page (``MEMO``), and what the server knows of its tags: the backend id
 	of each element listed in the last state."""
@@ -912,6 +973,18 @@ class Memo:
 	known: dict[int, int] = dataclasses.field(default_factory=dict)  # tag -> backend node id
 	built_key: bytes | None = None  # ``walk_key`` of the last walk built on this memo
 	built: Any = None  # that walk's ``offload_state.Built``
+	pending: _Ahead | None = None  # a build ahead under way
+	ahead_key: bytes | None = None  # the key of the last build made ahead, until a read says whether it was used
+	ahead_backoff: int = 0  # builds ahead skipped after the last unused one (doubling up to AHEAD_MOST_SKIPS)
+	ahead_skips: int = 0  # of those, still to skip
+	small: bool = False  # its last walk was small: built in process, cheaply, nothing to build ahead
+
+	def ahead_used(self, used: bool) -> None:
+		"""A read said whether the last build ahead was the one it needed."""
+		self.ahead_key = None
+		self.ahead_backoff = 0 if used else min(max(1, 2 * self.ahead_backoff), AHEAD_MOST_SKIPS)
+		self.ahead_skips = self.ahead_backoff
+		ahead_counts['used' if used else 'missed'] += 1
 
 	def keep_build(self, key: bytes, built: Any, memos: collections.OrderedDict[str | None, Memo]) -> None:
 		"""Keep ``built`` for a next walk with the same ``key``: on this memo only, of the connection's
@@ -920,6 +993,27 @@ class Memo:
 			if other is not self:
 				other.built_key = other.built = None
 		self.built_key, self.built = key, built
+
+	async def build_ahead(self, key: bytes, job: WalkJob, memos: collections.OrderedDict[str | None, Memo]) -> None:
+		"""Build ``job`` in the worker and keep it as a read's build. The build goes on when the caller
+		is cancelled (a call came): a read of the same walk waits for it (``pending``)."""
+		from browser_use_mcp.patches import offload_state
+
+		future = asyncio.ensure_future(offload_state.pool.run(job, build_walked))
+		pending = self.pending = _Ahead(key, future)
+
+		def done(finished: asyncio.Future[Any]) -> None:
+			if self.pending is not pending:
+				return  # a read built another walk meanwhile: that one is kept
+			self.pending = None
+			if not finished.cancelled() and finished.exception() is None:
+				ahead_counts['built'] += 1
+				self.keep_build(key, finished.result(), memos)
+				if not pending.joined:  # (a read that waited for it has said it was used)
+					self.ahead_key = key
+
+		future.add_done_callback(done)
+		await asyncio.shield(future)
 
 
 def walk_key(walked: Walk, job: WalkJob) -> bytes:

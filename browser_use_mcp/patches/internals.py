@@ -96,6 +96,15 @@ READS: tuple[PrivateRead, ...] = (
 		('_cdp_client_root',),
 	),
 	PrivateRead(
+		'dom_service',
+		'BrowserSession._dom_watchdog._dom_service (the DomService the DOM watchdog reads states with)',
+		'browser-use',
+		(BROWSER_USE_VERSION,),
+		"no page state is built ahead after a page-changing call: the read that follows builds it, as browser-use's does",
+		{'browser_use.browser.watchdogs.dom_watchdog:DOMWatchdog': 'c8d7ae529f3c0b42'},
+		('_dom_watchdog',),
+	),
+	PrivateRead(
 		'cdp_event_hook',
 		'CDPClient._event_registry._handlers (chained, then register())',
 		'cdp-use',
@@ -231,6 +240,16 @@ def root_cdp_client(browser_session: Any) -> Any:
 		return getattr(browser_session, '_cdp_client_root', None)
 	except Unavailable:
 		return None
+
+
+def dom_service(browser_session: Any) -> Any:
+	"""The ``DomService`` of the session's DOM watchdog (made at its first state), or None."""
+	try:
+		_guarded('dom_service')
+	except Unavailable:
+		return None
+	watchdog = getattr(browser_session, '_dom_watchdog', None)
+	return getattr(watchdog, '_dom_service', None) if watchdog is not None else None
 
 
 def hook_cdp_event(client: Any, method: str, handler: Callable[[Any, str | None], Any]) -> None:

@@ -106,6 +106,11 @@ _frames: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = contextvars
 )
 
 
+def active() -> bool:
+	"""Whether this patch is applied (page states for ``compact_state`` built off the loop)."""
+	return _enabled
+
+
 @contextlib.contextmanager
 def compact_state(frames: tuple[str | None, dict[str, Any] | None] = (None, None)) -> Iterator[None]:
 	"""Within this block, page states may be built off the loop (``browser_get_state``'s own).
