@@ -112,6 +112,12 @@ def set_busy(on: bool) -> None:
 	busy.WATCH.nice = 19 if on else 0
 
 
+def set_ahead(on: bool) -> None:
+	from browser_use_mcp import ahead
+
+	ahead.ENABLED = on
+
+
 def set_memo(on: bool) -> None:
 	"""The patches on, with (``on``) or without the page's memo (``in_page_state.REMEMBER``): every
 	listed element's id asked for, as before."""
@@ -157,6 +163,9 @@ async def page_times(catalog: Any, url: str, repeats: int, modes: list[bool]) ->
 	for _ in range(repeats):
 		for mode in modes:
 			switch(mode)
+			if _compare_ahead:  # an agent's step: it changes the page, thinks, then reads the state
+				await timed(catalog, 'browser_evaluate', {'session_id': sid, 'expression': CHANGE_PAGE})
+				await asyncio.sleep(_think)
 			ms, text = await timed(catalog, 'browser_get_state', {'session_id': sid})
 			samples[mode].append(ms)
 			if text:
@@ -199,10 +208,14 @@ _compare_memo = False  # --compare-memo: on/off is in_page_state.REMEMBER, the p
 _compare_reuse = False  # --compare-reuse: on/off is in_page_state.REUSE, the patches on in both
 _compare_checks = False  # --compare-checks: on/off is the serializer_checks patch, every state built
 _compare_busy = False  # --compare-busy: on/off is busy renderers yielding (busy.WATCH)
+_compare_ahead = False  # --compare-ahead: on/off is the state built ahead (ahead.ENABLED), the page changed before each read
+_think = 1.0  # --think: s between that change and the read (an agent's model step)
 _heavy_changes = False  # --heavy-changes: the heavy session changes its page before each state (no build reused)
 
 
 def _switch() -> Any:
+	if _compare_ahead:
+		return set_ahead
 	if _compare_reuse:
 		return set_reuse
 	if _compare_checks:
@@ -215,6 +228,8 @@ def _switch() -> Any:
 def _labels() -> list[str]:
 	if _compare_fast:
 		return ['fast on', 'fast off (as before)']
+	if _compare_ahead:
+		return [f'changed, read {_think:g} s later: built ahead', 'the same, not built ahead']
 	if _compare_reuse:
 		return ['page unchanged (build reused)', 'page changed (built)']
 	if _compare_checks:
@@ -303,6 +318,8 @@ async def main(args: argparse.Namespace) -> None:
 	from harness.pages import PageServer
 
 	global _compare_fast, _compare_memo, _compare_reuse, _compare_checks, _compare_busy, _heavy_changes, _where
+	global _compare_ahead, _think
+	_compare_ahead, _think = args.compare_ahead, args.think
 	_compare_fast, _compare_memo, _where = args.compare_fast, args.compare_memo, args.where
 	_compare_reuse, _heavy_changes = args.compare_reuse, args.heavy_changes
 	_compare_checks, _compare_busy = args.compare_checks, args.compare_busy
@@ -424,6 +441,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 		action='store_true',
 		help='on/off is busy renderers yielding to the others (busy.WATCH), the patches on in both',
 	)
+	parser.add_argument(
+		'--compare-ahead',
+		action='store_true',
+		help='on/off is the state built ahead while the agent thinks (ahead.py): before each read the page is changed '
+		'(browser_evaluate), then --think s pass',
+	)
+	parser.add_argument('--think', type=float, default=1.0, help='with --compare-ahead: s between the change and the read')
 	parser.add_argument(
 		'--heavy-changes',
 		action='store_true',
