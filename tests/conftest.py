@@ -122,6 +122,22 @@ def action_pages() -> Iterator[str]:
 
 
 @pytest.fixture
+def worker_jobs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+	"""Every job sent to the page-state worker (``offload_state.pool.run``), in order."""
+	from browser_use_mcp.patches import offload_state
+
+	jobs: list[Any] = []
+	run = offload_state.pool.run
+
+	async def counted(job: Any, fn: Any = None) -> Any:
+		jobs.append(job)
+		return await run(job, fn)
+
+	monkeypatch.setattr(offload_state.pool, 'run', counted)
+	return jobs
+
+
+@pytest.fixture
 async def catalog(tmp_path: Path) -> AsyncIterator[Any]:
 	"""A started registry in this process (contexts), through the tools' catalogue."""
 	from browser_use_mcp.catalog import Catalog

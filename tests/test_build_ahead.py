@@ -22,22 +22,6 @@ let n = 0; setInterval(() => { document.getElementById('tick').textContent = Str
 </script>"""
 
 
-@pytest.fixture
-def worker_jobs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-	"""Every build sent to the page-state worker, in order."""
-	from browser_use_mcp.patches import offload_state
-
-	jobs: list[Any] = []
-	run = offload_state.pool.run
-
-	async def counted(job: Any, fn: Any = None) -> Any:
-		jobs.append(job)
-		return await run(job, fn)
-
-	monkeypatch.setattr(offload_state.pool, 'run', counted)
-	return jobs
-
-
 async def until(predicate: Any, within: float = 15.0) -> None:
 	end = time.monotonic() + within
 	while not predicate():

@@ -228,20 +228,13 @@ async def test_far_content_left_out_changes_nothing(catalog: Any, scrolled: int)
 		assert {'Top', 'Fixed', 'Placed'} <= listed and 'far link' not in listed, listed
 
 
-async def test_a_mid_sized_page_is_built_in_the_worker(catalog: Any, site: str, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_mid_sized_page_is_built_in_the_worker(catalog: Any, site: str, worker_jobs: list[Any]) -> None:
 	"""A walk's text is compact: a page of ~1,000 elements is ~150 KB of it and ~70 ms of build. From
 	``WALK_RAW_MIN`` on, the build runs in the page-state worker, never on the loop every session
 	shares; a light page's stays in process (the worker's hop would cost more than its build)."""
 	from browser_use_mcp.patches import in_page_state, offload_state
 
-	built_in_worker: list[Any] = []
-	run = offload_state.pool.run
-
-	async def counted(job: Any, fn: Any = None) -> Any:
-		built_in_worker.append(job)
-		return await run(job, fn)
-
-	monkeypatch.setattr(offload_state.pool, 'run', counted)
+	built_in_worker = worker_jobs
 	await call(catalog, 'browser_navigate', session_id='walk', url=f'{site}/')
 	await call(catalog, 'browser_get_state', session_id='walk')
 	assert built_in_worker == [] and in_page_state.last_timing.get('ids_ms') is not None
@@ -250,7 +243,7 @@ async def test_a_mid_sized_page_is_built_in_the_worker(catalog: Any, site: str, 
 	assert len(built_in_worker) == 1 and isinstance(built_in_worker[0], in_page_state.WalkJob)
 	assert isinstance(built_in_worker[0].text, offload_state.RawAnswer)
 	# and its nodes come back as their constructors' arguments (offload_state.compact_reducer)
-	assert await run(None, offload_state.compact_classes) == sorted(offload_state.COMPACT_CLASSES)
+	assert await offload_state.pool.run(None, offload_state.compact_classes) == sorted(offload_state.COMPACT_CLASSES)
 
 
 MEMO_PAGE = """<div id=list><button id=keep>Keep</button><button id=swap>Swap</button>
