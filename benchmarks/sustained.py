@@ -8,7 +8,11 @@ navigate* for ``--seconds`` (20) against one server: ours (contexts of shared Ch
 system Chromium, every page on 127.0.0.1. Every agent's connection is open and its page loaded before
 the clock starts. Prints pairs per second for the whole server and the p50/p99 of each call. With
 ``--corpus`` the same for ours on a corpus page (Bootstrap's cheatsheet, installed by ``python -m
-benchmarks.corpus --setup``), clicking its first button. Figures only: nothing passes or fails.
+benchmarks.corpus --setup``), clicking its first button. With ``--think S`` (and ``--corpus``), on that
+page each agent instead loops *read, change the page (``browser_evaluate`` sets an attribute every
+walk sees), think S s*, as an agent does, against a server that builds the state ahead while it
+thinks and one that does not (``BROWSER_USE_MCP_BUILD_AHEAD=0``): the reads' p50/p99 side by side.
+Figures only: nothing passes or fails.
 """
 
 from __future__ import annotations
@@ -69,13 +73,35 @@ async def _ours_agent(srv: Server, sid: str, label: str | None, until: float, ru
 		run.pairs += 1
 
 
-async def ours(agents: int, seconds: float, url: str, page: str, label: str | None) -> Run:
-	run = Run('ours (contexts)', page, agents, seconds)
-	async with server('ours', '--isolation', 'context', '--max-sessions', str(agents + 4)) as srv:
+# a change every walk sees (an attribute of the root element): the next state must be built
+CHANGE_PAGE = 'document.documentElement.dataset.benchmarkTick = String(Date.now() + Math.random())'
+
+
+async def _thinking_agent(srv: Server, sid: str, think: float, until: float, run: Run) -> None:
+	"""read, change the page, think: the change counts as the pair's "click"."""
+	while time.monotonic() < until:
+		_, read = await srv.ok('browser_get_state', session_id=sid)
+		_, change = await srv.ok('browser_evaluate', session_id=sid, expression=CHANGE_PAGE)
+		run.reads.append(read)
+		run.clicks.append(change)
+		run.pairs += 1
+		await asyncio.sleep(think)
+
+
+async def ours(
+	agents: int, seconds: float, url: str, page: str, label: str | None, think: float | None = None, ahead: bool = True
+) -> Run:
+	who = 'ours (contexts)' if think is None else f'ours, think {think:g} s, {"built ahead" if ahead else "not built ahead"}'
+	run = Run(who, page, agents, seconds)
+	env = None if ahead else {'BROWSER_USE_MCP_BUILD_AHEAD': '0'}
+	async with server('ours', '--isolation', 'context', '--max-sessions', str(agents + 4), env_extra=env) as srv:
 		ids = [f'sustained-{i}' for i in range(agents)]
 		await asyncio.gather(*(srv.ok('browser_navigate', session_id=sid, url=url) for sid in ids))
 		until = time.monotonic() + seconds
-		await asyncio.gather(*(_ours_agent(srv, sid, label, until, run) for sid in ids))
+		if think is None:
+			await asyncio.gather(*(_ours_agent(srv, sid, label, until, run) for sid in ids))
+		else:
+			await asyncio.gather(*(_thinking_agent(srv, sid, think, until, run) for sid in ids))
 	return run
 
 
@@ -99,7 +125,9 @@ async def peer(kind: str, agents: int, seconds: float, url: str) -> Run:
 	return run
 
 
-async def bench(agents: int, seconds: float, peers: bool, corpus: bool) -> tuple[list[Run], list[str]]:
+async def bench(
+	agents: int, seconds: float, peers: bool, corpus: bool, think: float | None = None
+) -> tuple[list[Run], list[str]]:
 	from benchmarks.peers import KINDS, peer_available
 	from harness.pages import PageServer
 
@@ -122,6 +150,13 @@ async def bench(agents: int, seconds: float, peers: bool, corpus: bool) -> tuple
 		else:
 			with CorpusServer() as server_:
 				runs.append(await ours(agents, seconds, f'{server_.url}{page.path}', page.name, None))
+				if think is not None:
+					notes.append(
+						f'think runs: each agent reads, changes the page, thinks {think:g} s; their "click" is that change '
+						'(browser_evaluate), their pairs/s include the thinking'
+					)
+					for ahead in (True, False):
+						runs.append(await ours(agents, seconds, f'{server_.url}{page.path}', page.name, None, think, ahead))
 	return runs, notes
 
 
@@ -138,10 +173,15 @@ def main() -> None:
 	parser.add_argument('--seconds', type=float, default=20.0)
 	parser.add_argument('--no-peers', action='store_true', help='ours only')
 	parser.add_argument('--corpus', action='store_true', help='also ours on a corpus page')
+	parser.add_argument(
+		'--think',
+		type=float,
+		help='with --corpus: also read, change, think this many s on the corpus page, built ahead and not',
+	)
 	args = parser.parse_args()
 
 	async def run() -> None:
-		runs, notes = await bench(args.agents, args.seconds, not args.no_peers, args.corpus)
+		runs, notes = await bench(args.agents, args.seconds, not args.no_peers, args.corpus, args.think)
 		print(show(runs, notes))
 
 	run_in_scratch_home('bench-sustained-', run)

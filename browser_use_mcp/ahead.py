@@ -20,6 +20,12 @@ What it must never do, and how:
   builds no read can use: after each unused one, the next ones on that document are skipped, one,
   two, four, then eight at most, until a build is used again.
 - Touch small pages. A page whose build runs in process is cheap at the read: it is only walked.
+- Take CPU the reads need. It uses spare time only: one build ahead at a time server-wide, none
+  while the page-state worker has a job, and none unless at least ``IDLE_CORES`` of the machine's
+  CPUs were idle on average over the ``AFTER`` s of quiet (``/proc/stat``; ``busy``). With many agents at work the reads' own builds
+  keep the worker busy, and the builds ahead mostly give way: they cost a second walk of the page
+  and would queue beside the reads' builds (16 agents thinking 1 s each on the cheatsheet: reads
+  slower with a build ahead for every step than with none, ``benchmarks.sustained --think``).
 
 ``BROWSER_USE_MCP_BUILD_AHEAD=0`` turns it off. ``/metrics`` counts builds
 made, used and missed.
@@ -38,9 +44,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 AFTER = 0.3  # s of quiet after a page-changing call before the page is walked and built
+AT_ONCE = 1  # builds ahead at work at a time, server-wide
+IDLE_CORES = 1.0  # CPUs that must have been idle, on average, over the AFTER s of quiet
 STOP_BOUND = 1.0  # s a cancelled build ahead may take to let go of the session
 
 _running: set[asyncio.Task[Any]] = set()
+_at_work = 0  # builds ahead walking or building now
 ENABLED = True  # benchmarks' switch (state_corpus --compare-ahead); the server's is config.build_ahead
 outcomes: dict[str, int] = {}  # what the builds ahead did, by ``in_page_state.build_ahead``'s answer
 
@@ -76,13 +85,20 @@ async def stop(state: SessionState) -> None:
 
 
 async def _ahead(state: SessionState) -> None:
+	global _at_work
+	before = cpu_times()
 	await asyncio.sleep(AFTER)
 	if state.lock.locked() or state.closed_reason is not None or not state.browser.alive():
 		return
 	service = _dom_service(state)
 	if service is None:  # the session has not read a state yet: nothing to build for
 		return
+	idle = idle_cores(before, cpu_times())
+	if _at_work >= AT_ONCE or _worker_busy() or (idle is not None and idle < IDLE_CORES):
+		outcomes['busy'] = outcomes.get('busy', 0) + 1  # spare time only: the reads come first
+		return
 	await state.lock.acquire()  # free: taken at once (no other holder can slip in before it)
+	_at_work += 1
 	try:
 		outcome = await _build(service)
 	except asyncio.CancelledError:
@@ -92,8 +108,34 @@ async def _ahead(state: SessionState) -> None:
 		outcome = 'failed'
 		logger.debug('build ahead failed: %s: %s', type(exc).__name__, exc)
 	finally:
+		_at_work -= 1
 		state.lock.release()
 		outcomes[outcome] = outcomes.get(outcome, 0) + 1
+
+
+def cpu_times() -> tuple[float, float, int] | None:
+	"""(idle, total, CPUs) from /proc/stat's first line, in ticks since boot; None where unreadable."""
+	try:
+		with open('/proc/stat', 'rb') as f:
+			text = f.read(8192)
+		first = text.split(b'\n', 1)[0].split()
+		ticks = [int(v) for v in first[1:]]
+		return float(ticks[3] + ticks[4]), float(sum(ticks[:8])), max(1, text.count(b'\ncpu'))
+	except (OSError, ValueError, IndexError):
+		return None
+
+
+def idle_cores(before: tuple[float, float, int] | None, after: tuple[float, float, int] | None) -> float | None:
+	"""How many of the machine's CPUs were idle on average between two ``cpu_times``; None when unknown."""
+	if before is None or after is None or after[1] <= before[1]:
+		return None
+	return (after[0] - before[0]) / (after[1] - before[1]) * after[2]
+
+
+def _worker_busy() -> bool:
+	from browser_use_mcp.patches import offload_state
+
+	return offload_state.pool.in_flight > 0
 
 
 async def _build(service: Any) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +21,15 @@ from tests.test_in_page_state import both_ways, call
 LIVE_PAGE = """<button id=tick>0</button><script>
 let n = 0; setInterval(() => { document.getElementById('tick').textContent = String(++n); }, 40);
 </script>"""
+
+
+@pytest.fixture(autouse=True)
+def any_load(monkeypatch: pytest.MonkeyPatch) -> None:
+	"""Builds ahead whatever the machine's load (the suite runs beside other tests): the CPU gate is
+	tested on its own, below."""
+	from browser_use_mcp import ahead
+
+	monkeypatch.setattr(ahead, 'IDLE_CORES', 0.0)
 
 
 async def until(predicate: Any, within: float = 15.0) -> None:
@@ -231,3 +241,41 @@ async def test_a_small_page_is_not_built_ahead(catalog: Any, site: str, worker_j
 	await until(lambda: ahead.outcomes.get('small', 0) == small + 1)
 	assert counts() == before and worker_jobs == []
 	assert len(await elements(catalog)) > 0 and worker_jobs == []
+
+
+async def test_nothing_is_built_ahead_without_spare_cpu(
+	catalog: Any, site: str, worker_jobs: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+	"""A build ahead uses spare time only: when fewer CPUs than ``IDLE_CORES`` were idle over the quiet
+	(here, more than the machine has), or while the worker has a read's build, it gives way."""
+	from browser_use_mcp import ahead
+	from browser_use_mcp.patches import offload_state
+
+	await call(catalog, 'browser_navigate', session_id='walk', url=f'{site}/heavy')
+	await elements(catalog)
+	before, jobs = counts(), len(worker_jobs)
+	monkeypatch.setattr(ahead, 'IDLE_CORES', (os.cpu_count() or 1) + 1.0)
+	busy = ahead.outcomes.get('busy', 0)
+	await call(
+		catalog, 'browser_evaluate', session_id='walk', expression="document.body.prepend(document.createElement('button'))"
+	)
+	await until(lambda: ahead.outcomes.get('busy', 0) == busy + 1)
+	monkeypatch.setattr(ahead, 'IDLE_CORES', 0.0)
+	monkeypatch.setattr(offload_state.pool, 'in_flight', 1)  # a read's build in the worker
+	await call(
+		catalog, 'browser_evaluate', session_id='walk', expression="document.body.prepend(document.createElement('button'))"
+	)
+	await until(lambda: ahead.outcomes.get('busy', 0) == busy + 2)
+	assert counts() == before and len(worker_jobs) == jobs
+	monkeypatch.setattr(offload_state.pool, 'in_flight', 0)
+	await elements(catalog)
+	assert len(worker_jobs) == jobs + 1
+
+
+def test_idle_cores_reads_proc_stat() -> None:
+	from browser_use_mcp import ahead
+
+	first = ahead.cpu_times()
+	assert first is not None and first[2] == os.cpu_count()
+	assert ahead.idle_cores(first, (first[0] + 50, first[1] + 100, 2)) == 1.0  # half of two CPUs idle
+	assert ahead.idle_cores(first, first) is None and ahead.idle_cores(None, first) is None

@@ -830,7 +830,7 @@ async def build_ahead(service: Any) -> str:
 	a read that comes while it is being built waits for it rather than building it again. Nothing
 	else changes: no ids asked, no state made, ``last_timing`` and ``fallbacks`` left alone. Answers
 	what it did: ``built``, ``unchanged`` (the memo's build is this walk's), ``small`` (a page built
-	in process, cheap at the read), ``skipped`` (its last build ahead was not used: a page that keeps
+	in process, cheap at the read), ``busy`` (the worker took a read's build meanwhile), ``skipped`` (its last build ahead was not used: a page that keeps
 	changing), or ``none`` (no memo, REUSE off, a walk that fell back)."""
 	if not (REUSE and REMEMBER):
 		return 'none'
@@ -890,6 +890,8 @@ async def _walked_state(service: Any, ahead: bool = False) -> Any:
 				return 'small'
 			if memo is None or key is None:
 				return 'none'
+			if offload_state.pool.in_flight:  # a read's build came first: its turn
+				return 'busy'
 			await memo.build_ahead(key, job, memos)
 			return 'built'
 		joined = False

@@ -625,6 +625,7 @@ class _Pool:
 		self._started: concurrent.futures.Future[int] | None = None
 		self.broken = False
 		self._exit_registered = False
+		self.in_flight = 0  # jobs sent and not answered yet (a build ahead is made only when it is 0)
 
 	def ready(self) -> bool:
 		"""Whether the workers can take a job now; starts them (without waiting) when not yet."""
@@ -673,14 +674,25 @@ class _Pool:
 		"""``fn(job)`` in the worker (``build`` by default)."""
 		assert self.executor is not None
 		try:
-			with _main_not_reimported():  # a worker that died is replaced within submit
-				submitted = self.executor.submit(fn or build, job)
+			with self._lock:
+				self.in_flight += 1
+			try:
+				with _main_not_reimported():  # a worker that died is replaced within submit
+					submitted = self.executor.submit(fn or build, job)
+			except BaseException:
+				self._answered(None)
+				raise
+			submitted.add_done_callback(self._answered)
 			return await asyncio.wrap_future(submitted)
 		except concurrent.futures.process.BrokenProcessPool:
 			logger.warning('the page-state worker died; a new one is started for the next large page')
 			with self._lock:
 				self.executor, self._started = None, None
 			raise
+
+	def _answered(self, _done: concurrent.futures.Future[Any] | None) -> None:  # (on the executor's thread)
+		with self._lock:
+			self.in_flight -= 1
 
 	def shutdown(self, wait: bool = False) -> None:
 		with self._lock:
