@@ -34,8 +34,8 @@ made, used and missed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -79,9 +79,8 @@ def cancel(state: SessionState) -> asyncio.Task[Any] | None:
 async def stop(state: SessionState) -> None:
 	"""Cancel the session's build ahead and wait (at most ``STOP_BOUND`` s) until it let go."""
 	task = cancel(state)
-	if task is not None:
-		with contextlib.suppress(asyncio.CancelledError, Exception):
-			await asyncio.wait({task}, timeout=STOP_BOUND)
+	if task is not None:  # (a cancel of the caller meanwhile is the caller's, and goes on up)
+		await asyncio.wait({task}, timeout=STOP_BOUND)
 
 
 async def _ahead(state: SessionState) -> None:
@@ -99,13 +98,13 @@ async def _ahead(state: SessionState) -> None:
 		return
 	await state.lock.acquire()  # free: taken at once (no other holder can slip in before it)
 	_at_work += 1
+	outcome = 'failed'
 	try:
 		outcome = await _build(service)
 	except asyncio.CancelledError:
 		outcome = 'cancelled'
 		raise
 	except Exception as exc:  # a page that went away, a worker that died: the read builds as before
-		outcome = 'failed'
 		logger.debug('build ahead failed: %s: %s', type(exc).__name__, exc)
 	finally:
 		_at_work -= 1
@@ -114,13 +113,13 @@ async def _ahead(state: SessionState) -> None:
 
 
 def cpu_times() -> tuple[float, float, int] | None:
-	"""(idle, total, CPUs) from /proc/stat's first line, in ticks since boot; None where unreadable."""
+	"""(idle, total, CPUs): the machine's idle and total CPU time in ticks since boot, summed over its
+	CPUs (/proc/stat's first line), and how many CPUs that is; None where unreadable."""
 	try:
 		with open('/proc/stat', 'rb') as f:
-			text = f.read(8192)
-		first = text.split(b'\n', 1)[0].split()
-		ticks = [int(v) for v in first[1:]]
-		return float(ticks[3] + ticks[4]), float(sum(ticks[:8])), max(1, text.count(b'\ncpu'))
+			first = f.readline().split()
+		ticks = [int(v) for v in first[1:9]]
+		return float(ticks[3] + ticks[4]), float(sum(ticks)), os.cpu_count() or 1
 	except (OSError, ValueError, IndexError):
 		return None
 
