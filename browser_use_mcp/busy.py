@@ -78,6 +78,7 @@ class BusyWatch:
 		self._browsers: dict[int, _Browser] = {}  # leader pid -> browser
 		self._seen: dict[int, _Process] = {}  # pid -> process, of the watched groups
 		self._lock = threading.Lock()
+		self._looking = threading.Lock()  # held for a whole look (in its thread), and by stop
 		self._task: asyncio.Task[None] | None = None
 		self._looked = 0.0  # monotonic time of the last look
 		self.yielded = 0  # times a renderer (or a Chromium's autogroup) yielded, since start
@@ -117,12 +118,18 @@ class BusyWatch:
 		self._ensure_task()
 
 	def stop(self) -> None:
+		"""Stop watching, and give back every niceness lowered: the page-state worker outlives the
+		registry that watched it (in process, a later one finds it as it was)."""
 		if self._task is not None:
 			self._task.cancel()
 			self._task = None
-		with self._lock:
-			self._browsers.clear()
-			self._seen.clear()
+		with self._looking:  # a look in flight (its thread goes on after the cancel) ends first: a few ms
+			with self._lock:
+				groups = dict(self._browsers)
+			self._restore_all(groups)
+			with self._lock:
+				self._browsers.clear()
+				self._seen.clear()
 
 	def lowered(self) -> list[int]:
 		"""The pids of the renderers (and Chromium leaders, for their autogroup) lowered now."""
@@ -143,6 +150,10 @@ class BusyWatch:
 
 	def look(self) -> None:
 		"""One look (in a thread): measure every watched renderer, lower the busy, restore the calm."""
+		with self._looking:
+			self._look()
+
+	def _look(self) -> None:
 		with self._lock:
 			for leader, browser in list(self._browsers.items()):
 				if not browser.chromium.alive():

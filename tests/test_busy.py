@@ -185,6 +185,26 @@ async def test_a_busy_page_state_worker_yields_as_an_autogroup(quick: None) -> N
 		offload_state.pool.shutdown(wait=True)
 
 
+async def test_stopping_the_watch_gives_back_what_it_lowered(quick: None) -> None:
+	"""The page-state worker outlives the registry whose watch lowered it: a watch stopped while the
+	worker is lowered (a registry shut down mid-build) gives it its niceness back."""
+	from browser_use_mcp import busy
+	from browser_use_mcp.patches import offload_state
+
+	busy.WATCH.configure(19)
+	try:
+		assert await offload_state.pool.wait_ready(60), 'the page-state worker did not start'
+		(worker,) = [pid for pid, b in busy.WATCH._browsers.items() if b.whole]
+		burning = asyncio.ensure_future(asyncio.gather(*(offload_state.pool.run(range(10**8), sum) for _ in range(2))))
+		await until(lambda: worker in busy.WATCH.lowered())
+		busy.WATCH.stop()
+		assert busy.autogroup_nice(worker) == offload_state.WORKER_NICE and busy.WATCH.lowered() == []
+		await burning
+	finally:
+		busy.WATCH.stop()
+		offload_state.pool.shutdown(wait=True)
+
+
 CHECK = (
 	'from browser_use_mcp.config import ServerConfig; from browser_use_mcp.doctor import check_cpu_priority; '
 	'c = check_cpu_priority(ServerConfig()); print(c.status); print(c.summary); print(c.fix)'
