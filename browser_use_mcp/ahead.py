@@ -34,9 +34,12 @@ made, used and missed.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 from typing import TYPE_CHECKING, Any
+
+from browser_use_mcp.tasks import held
 
 if TYPE_CHECKING:
 	from browser_use_mcp.sessions import SessionState
@@ -51,7 +54,7 @@ STOP_BOUND = 1.0  # s a cancelled build ahead may take to let go of the session
 _running: set[asyncio.Task[Any]] = set()
 _at_work = 0  # builds ahead walking or building now
 ENABLED = True  # benchmarks' switch (state_corpus --compare-ahead); the server's is config.build_ahead
-outcomes: dict[str, int] = {}  # what the builds ahead did, by ``in_page_state.build_ahead``'s answer
+outcomes: collections.Counter[str] = collections.Counter()  # what the builds ahead did (``in_page_state.build_ahead``'s answers)
 
 
 def schedule(state: SessionState) -> None:
@@ -62,9 +65,7 @@ def schedule(state: SessionState) -> None:
 		return
 	cancel(state)
 	task = asyncio.get_running_loop().create_task(_ahead(state), name=f'build-ahead-{state.session_id[:40]}')
-	state.ahead = task
-	_running.add(task)
-	task.add_done_callback(_running.discard)
+	state.ahead = held(task, _running)
 
 
 def cancel(state: SessionState) -> asyncio.Task[Any] | None:
@@ -94,7 +95,7 @@ async def _ahead(state: SessionState) -> None:
 		return
 	idle = idle_cores(before, cpu_times())
 	if _at_work >= AT_ONCE or _worker_busy() or (idle is not None and idle < IDLE_CORES):
-		outcomes['busy'] = outcomes.get('busy', 0) + 1  # spare time only: the reads come first
+		outcomes['busy'] += 1  # spare time only: the reads come first
 		return
 	await state.lock.acquire()  # free: taken at once (no other holder can slip in before it)
 	_at_work += 1
@@ -109,7 +110,7 @@ async def _ahead(state: SessionState) -> None:
 	finally:
 		_at_work -= 1
 		state.lock.release()
-		outcomes[outcome] = outcomes.get(outcome, 0) + 1
+		outcomes[outcome] += 1
 
 
 def cpu_times() -> tuple[float, float, int] | None:
