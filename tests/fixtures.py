@@ -82,3 +82,15 @@ def patches_reverted(*chosen: Any) -> Iterator[None]:
 		for patch in reversed(chosen):
 			if before[patch.name] is not None:
 				patches.apply(patch, enabled=before[patch.name].state != 'off')
+
+
+def scraped_metrics(registry: Any) -> list[Any]:
+	"""Every sample of the server's /metrics for ``registry``, as Prometheus's own parser reads the
+	text the endpoint serves (in process: no HTTP)."""
+	from prometheus_client import generate_latest
+	from prometheus_client.parser import text_string_to_metric_families
+
+	from browser_use_mcp.metrics import Metrics
+
+	text = generate_latest(Metrics(registry).prom).decode()
+	return [sample for family in text_string_to_metric_families(text) for sample in family.samples]

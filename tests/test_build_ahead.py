@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures import scraped_metrics
 from tests.test_in_page_state import both_ways, call
 
 LIVE_PAGE = """<button id=tick>0</button><script>
@@ -41,17 +42,11 @@ async def until(predicate: Any, within: float = 15.0) -> None:
 
 def scraped(catalog: Any) -> dict[str, float]:
 	"""browser_use_mcp_state_builds_ahead_total by outcome, as a Prometheus scrape of /metrics reads it."""
-	from prometheus_client import generate_latest
-	from prometheus_client.parser import text_string_to_metric_families
-
-	from browser_use_mcp.metrics import Metrics
-
-	found = {}
-	for family in text_string_to_metric_families(generate_latest(Metrics(catalog.sessions).prom).decode()):
-		for sample in family.samples:
-			if sample.name == 'browser_use_mcp_state_builds_ahead_total':
-				found[sample.labels['outcome']] = sample.value
-	return found
+	return {
+		sample.labels['outcome']: sample.value
+		for sample in scraped_metrics(catalog.sessions)
+		if sample.name == 'browser_use_mcp_state_builds_ahead_total'
+	}
 
 
 def counts() -> dict[str, int]:

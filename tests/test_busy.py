@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures import scraped_metrics
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='niceness and autogroups are Linux')
 
 # a page that keeps its renderer busy (200 ms of work, then a tick for the page's other tasks)
@@ -89,15 +91,7 @@ def renderers() -> dict[int, int]:
 
 def scraped(catalog: Any) -> tuple[float, float]:
 	"""(lowered now, yields so far) as a Prometheus scrape of the server's metrics reads them."""
-	from prometheus_client import generate_latest
-	from prometheus_client.parser import text_string_to_metric_families
-
-	from browser_use_mcp.metrics import Metrics
-
-	found = {}
-	for family in text_string_to_metric_families(generate_latest(Metrics(catalog.sessions).prom).decode()):
-		for sample in family.samples:
-			found[sample.name] = sample.value
+	found = {sample.name: sample.value for sample in scraped_metrics(catalog.sessions)}
 	return found['browser_use_mcp_busy_processes_lowered'], found['browser_use_mcp_busy_yields_total']
 
 
@@ -163,9 +157,11 @@ def test_its_setting_is_checked() -> None:
 			validate(ServerConfig(busy_renderer_nice=wrong))
 
 
-async def test_a_busy_page_state_worker_yields_as_an_autogroup(quick: None) -> None:
-	"""The page-state worker, once started, is watched too: kept busy (here by two sums of 10**8 run
-	in it, ~2 s of CPU), its autogroup is lowered; calm again, it gets its niceness back."""
+@contextlib.asynccontextmanager
+async def busy_worker() -> AsyncIterator[tuple[int, asyncio.Future[Any]]]:
+	"""The page-state worker, watched, at its own niceness, then kept busy (two sums of 10**8 run in
+	it, ~2 s of CPU) until the watch lowered it: (its pid, the sums); the watch stopped and the worker
+	shut down after."""
 	from browser_use_mcp import busy
 	from browser_use_mcp.patches import offload_state
 
@@ -176,13 +172,23 @@ async def test_a_busy_page_state_worker_yields_as_an_autogroup(quick: None) -> N
 		assert busy.autogroup_nice(worker) == offload_state.WORKER_NICE
 		burning = asyncio.ensure_future(asyncio.gather(*(offload_state.pool.run(range(10**8), sum) for _ in range(2))))
 		await until(lambda: worker in busy.WATCH.lowered())
+		yield worker, burning
+	finally:
+		busy.WATCH.stop()
+		offload_state.pool.shutdown(wait=True)
+
+
+async def test_a_busy_page_state_worker_yields_as_an_autogroup(quick: None) -> None:
+	"""The page-state worker, once started, is watched too: kept busy, its autogroup is lowered; calm
+	again, it gets its niceness back."""
+	from browser_use_mcp import busy
+	from browser_use_mcp.patches import offload_state
+
+	async with busy_worker() as (worker, burning):
 		assert busy.autogroup_nice(worker) == 19
 		assert await burning == [sum(range(10**8))] * 2
 		await until(lambda: not busy.WATCH.lowered())
 		assert busy.autogroup_nice(worker) == offload_state.WORKER_NICE
-	finally:
-		busy.WATCH.stop()
-		offload_state.pool.shutdown(wait=True)
 
 
 async def test_stopping_the_watch_gives_back_what_it_lowered(quick: None) -> None:
@@ -191,18 +197,10 @@ async def test_stopping_the_watch_gives_back_what_it_lowered(quick: None) -> Non
 	from browser_use_mcp import busy
 	from browser_use_mcp.patches import offload_state
 
-	busy.WATCH.configure(19)
-	try:
-		assert await offload_state.pool.wait_ready(60), 'the page-state worker did not start'
-		(worker,) = [pid for pid, b in busy.WATCH._browsers.items() if b.whole]
-		burning = asyncio.ensure_future(asyncio.gather(*(offload_state.pool.run(range(10**8), sum) for _ in range(2))))
-		await until(lambda: worker in busy.WATCH.lowered())
+	async with busy_worker() as (worker, burning):
 		busy.WATCH.stop()
 		assert busy.autogroup_nice(worker) == offload_state.WORKER_NICE and busy.WATCH.lowered() == []
 		await burning
-	finally:
-		busy.WATCH.stop()
-		offload_state.pool.shutdown(wait=True)
 
 
 CHECK = (
