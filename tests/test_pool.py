@@ -205,6 +205,9 @@ def test_shared_chromiums_keep_their_zygote_a_session_s_own_does_not(tmp_path: P
 	assert '--no-zygote' in chromium_args(profile)
 	assert '--no-zygote' not in chromium_args(profile, shared=True)
 	assert '--no-zygote' in chromium_args(profile, user_args=('--no-zygote',), shared=True)
+	# the zygote its renderers fork from, not the unsandboxed one that would sit idle beside it
+	assert '--no-unsandboxed-zygote' in chromium_args(profile, shared=True)
+	assert '--no-unsandboxed-zygote' not in chromium_args(profile)
 
 
 def test_extensions_are_never_downloaded_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -63,6 +63,13 @@ async def test_a_session_costs_one_renderer_and_no_browser_ui(server: Mcp, site:
 	assert parents, 'no renderer found'
 	expected = 'zygote' if isolation == 'context' else 'browser'
 	assert set(parents) == {expected}, f'renderers started by {parents} ({isolation}), expected {expected}'
+	# One zygote per shared Chromium, the one its renderers fork from: the unsandboxed zygote (which
+	# forks only utility processes, none of which these flags start) would sit there idle, ~7-9 MB PSS.
+	zygotes = [proc for proc in psutil.Process(server.pid).children(recursive=True) if _kind(proc) == 'zygote']
+	browsers = {proc.ppid() for proc in zygotes}
+	assert len(zygotes) == (len(browsers) if isolation == 'context' else 0), (
+		f'{len(zygotes)} zygotes for {len(browsers)} Chromiums ({isolation}): {[_cmd(p) for p in zygotes]}'
+	)
 	for sid in sessions:
 		await server.ok('browser_close_session', session_id=sid)
 
@@ -76,6 +83,13 @@ def _renderer_processes(server_pid: int) -> list[psutil.Process]:
 		except psutil.Error:
 			continue
 	return found
+
+
+def _cmd(proc: psutil.Process) -> str:
+	try:
+		return ' '.join(a for a in proc.cmdline() if a.startswith('--') and 'zygote' in a)
+	except psutil.Error:
+		return 'gone'
 
 
 def _kind(proc: psutil.Process | None) -> str:
