@@ -21,8 +21,10 @@ What it must never do, and how:
   two, four, then eight at most, until a build is used again.
 - Touch small pages. A page whose build runs in process is cheap at the read: it is only walked.
 - Take CPU the reads need. It uses spare time only: one build ahead at a time server-wide, none
-  while the page-state worker has a job, and none unless at least ``IDLE_CORES`` of the machine's
-  CPUs were idle on average over the ``AFTER`` s of quiet (``/proc/stat``; ``busy``). With many agents at work the reads' own builds
+  while the page-state worker has a job, and none unless at least ``IDLE_CORES`` of the CPUs this
+  server may use were idle on average over the ``AFTER`` s of quiet (``cpu``: the machine's
+  ``/proc/stat`` for the CPUs of its affinity, and its cgroup's CPU quota and usage where it has
+  one, as in a container). With many agents at work the reads' own builds
   keep the worker busy, and the builds ahead mostly give way: they cost a second walk of the page
   and would queue beside the reads' builds (16 agents thinking 1 s each on the cheatsheet: reads
   slower with a build ahead for every step than with none, ``benchmarks.sustained --think``).
@@ -36,9 +38,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import os
 from typing import TYPE_CHECKING, Any
 
+from browser_use_mcp import cpu
 from browser_use_mcp.tasks import held
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 AFTER = 0.3  # s of quiet after a page-changing call before the page is walked and built
 AT_ONCE = 1  # builds ahead at work at a time, server-wide
-IDLE_CORES = 1.0  # CPUs that must have been idle, on average, over the AFTER s of quiet
+IDLE_CORES = 1.0  # CPUs (of those this server may use) that must have been idle, on average, over the AFTER s of quiet
 STOP_BOUND = 1.0  # s a cancelled build ahead may take to let go of the session
 
 _running: set[asyncio.Task[Any]] = set()
@@ -86,14 +88,14 @@ async def stop(state: SessionState) -> None:
 
 async def _ahead(state: SessionState) -> None:
 	global _at_work
-	before = cpu_times()
+	before = cpu.sample()
 	await asyncio.sleep(AFTER)
 	if state.lock.locked() or state.closed_reason is not None or not state.browser.alive():
 		return
 	service = _dom_service(state)
 	if service is None:  # the session has not read a state yet: nothing to build for
 		return
-	idle = idle_cores(before, cpu_times())
+	idle = cpu.idle_cpus(before, cpu.sample())
 	if _at_work >= AT_ONCE or _worker_busy() or (idle is not None and idle < IDLE_CORES):
 		outcomes['busy'] += 1  # spare time only: the reads come first
 		return
@@ -111,25 +113,6 @@ async def _ahead(state: SessionState) -> None:
 		_at_work -= 1
 		state.lock.release()
 		outcomes[outcome] += 1
-
-
-def cpu_times() -> tuple[float, float, int] | None:
-	"""(idle, total, CPUs): the machine's idle and total CPU time in ticks since boot, summed over its
-	CPUs (/proc/stat's first line), and how many CPUs that is; None where unreadable."""
-	try:
-		with open('/proc/stat', 'rb') as f:
-			first = f.readline().split()
-		ticks = [int(v) for v in first[1:9]]
-		return float(ticks[3] + ticks[4]), float(sum(ticks)), os.cpu_count() or 1
-	except (OSError, ValueError, IndexError):
-		return None
-
-
-def idle_cores(before: tuple[float, float, int] | None, after: tuple[float, float, int] | None) -> float | None:
-	"""How many of the machine's CPUs were idle on average between two ``cpu_times``; None when unknown."""
-	if before is None or after is None or after[1] <= before[1]:
-		return None
-	return (after[0] - before[0]) / (after[1] - before[1]) * after[2]
 
 
 def _worker_busy() -> bool:

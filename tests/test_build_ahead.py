@@ -265,12 +265,3 @@ async def test_nothing_is_built_ahead_without_spare_cpu(
 	monkeypatch.setattr(offload_state.pool, 'in_flight', 0)
 	await elements(catalog)
 	assert len(worker_jobs) == jobs + 1
-
-
-def test_idle_cores_reads_proc_stat() -> None:
-	from browser_use_mcp import ahead
-
-	first = ahead.cpu_times()
-	assert first is not None and first[2] == os.cpu_count()
-	assert ahead.idle_cores(first, (first[0] + 50, first[1] + 100, 2)) == 1.0  # half of two CPUs idle
-	assert ahead.idle_cores(first, first) is None and ahead.idle_cores(None, first) is None
