@@ -14,11 +14,18 @@ are live ("+PGID" / "-PGID" lines) and which remote sessions ("+D URL" / "-D URL
 HTTP DELETE ends one). When the pipe reaches end-of-file - which the kernel guarantees once the
 server is gone, however it died - the sidecar kills every group still listed, sends each DELETE
 still listed, waits for the groups to go, deletes the server's state directory (given on its
-command line) and the directories its browsers' singletons left in /tmp, and exits. It imports nothing heavy: a few megabytes.
+command line) and the directories its browsers' singletons left in /tmp, and exits.
+
+While the server lives, the sidecar only waits and listens, and an idle Python for that is ~8 MB
+PSS. So it waits in a POSIX shell (``/bin/sh``, ~0.3 MB): the shell's builtins append each line to
+a journal, and once the pipe ends the shell execs Python on the journal, which does the above. The
+journal stays small: after ``COMPACT_AFTER`` lines the server sends ``=`` (the shell empties the
+journal) and then what is live now. Without ``/bin/sh`` the Python sidecar listens itself.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import shutil
@@ -27,10 +34,21 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 SINGLETON_LINKS = ('SingletonLock', 'SingletonSocket', 'SingletonCookie')
+SHELL = '/bin/sh'
+COMPACT_AFTER = 1000  # lines sent before the journal is emptied and what is live sent again
+# $1: the journal; the rest: the Python sidecar's command. Signals ignored here stay ignored in it.
+# "=" empties the journal (appends then go to its start); a last line without its newline counts.
+_WAIT = (
+	'trap "" INT TERM; j=$1; shift; '
+	'while IFS= read -r l || [ -n "$l" ]; do '
+	'case $l in "=") : >"$j" ;; *) printf "%s\\n" "$l" ;; esac; '
+	'done >>"$j"; exec "$@" <"$j"'
+)
 
 
 def release_singleton(profile: Path) -> bool:
@@ -129,8 +147,12 @@ def _remove(state_dir: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-	"""Sidecar loop: track groups from stdin; at EOF kill what is left and remove the state dir."""
+	"""Sidecar loop: track groups from stdin; at EOF kill what is left and remove the state dir.
+	``--journal PATH`` first: stdin is that journal (the shell's), removed once read."""
 	args = sys.argv[1:] if argv is None else argv
+	journal = None
+	if args[:1] == ['--journal'] and len(args) > 1:
+		journal, args = args[1], args[2:]
 	state_dir = args[0] if args else None
 	signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal Ctrl-C is for the server, not us
 	signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM sent to the whole process group
@@ -139,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
 	profiles: dict[str, int] = {}  # profiles of live browsers (some outside the state dir: the default session's)
 	for raw in sys.stdin.buffer:
 		line = raw.strip()
+		if line == b'=':  # what follows is everything live
+			live.clear()
+			remote.clear()
+			profiles.clear()
+			continue
 		if line[1:3] == b'D ':
 			url = line[3:].decode('utf-8', 'replace')
 			if line[:1] == b'+':
@@ -162,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
 			live.add(pgid)
 		elif line[:1] == b'-':
 			live.discard(pgid)
+	if journal is not None:
+		with contextlib.suppress(OSError):
+			os.unlink(journal)
 	for pgid in live:
 		_kill_group(pgid)
 	for url in remote:
@@ -179,11 +209,27 @@ def main(argv: list[str] | None = None) -> int:
 class Sidecar:
 	"""The server's end of the sidecar."""
 
-	def __init__(self, state_dir: str | os.PathLike[str] | None = None) -> None:
+	def __init__(self, state_dir: str | os.PathLike[str] | None = None, *, shell: str | None = SHELL) -> None:
 		# the module's name on the command line is how tests and tools tell the sidecar from a browser
-		argv = [sys.executable, '-S', '-c', f'from {__name__} import main; raise SystemExit(main())']
+		python = [sys.executable, '-S', '-c', f'from {__name__} import main; raise SystemExit(main())']
+		self.journal: str | None = None
+		if shell is not None and os.access(shell, os.X_OK):
+			if state_dir is not None:
+				self.journal = os.path.join(os.fspath(state_dir), '.sidecar-journal')
+				open(self.journal, 'wb').close()  # noqa: SIM115
+			else:
+				fd, self.journal = tempfile.mkstemp(prefix='browser-use-mcp-sidecar-')
+				os.close(fd)
+			# $0 is the module's name: the shell's command line names it as the Python one's does
+			argv = [shell, '-c', _WAIT, __name__, self.journal, *python, '--journal', self.journal]
+		else:
+			argv = python
 		if state_dir is not None:
 			argv.append(os.fspath(state_dir))
+		self._live: set[int] = set()
+		self._remote: set[str] = set()
+		self._profiles: collections.Counter[str] = collections.Counter()
+		self._sent = 0  # lines since the journal was last emptied
 		self.proc = subprocess.Popen(
 			argv,
 			stdin=subprocess.PIPE,
@@ -195,29 +241,56 @@ class Sidecar:
 		)
 
 	def _send(self, line: str) -> None:
+		self._write([line])
+		self._sent += 1
+		if self.journal is not None and self._sent > COMPACT_AFTER + 2 * (
+			len(self._live) + len(self._remote) + len(self._profiles)
+		):
+			state = self._state()
+			self._write(['=', *state])
+			self._sent = len(state) + 1
+
+	def _write(self, lines: list[str]) -> None:
 		if self.proc.stdin is None:
 			return
 		with contextlib.suppress(BrokenPipeError, ValueError, OSError):
-			self.proc.stdin.write(line.encode() + b'\n')
+			self.proc.stdin.write(b''.join(line.encode() + b'\n' for line in lines))
 			self.proc.stdin.flush()
 
+	def _state(self) -> list[str]:
+		"""The lines that list what is live now."""
+		return [
+			*(f'+{pgid}' for pgid in self._live),
+			*(f'+D {url}' for url in self._remote),
+			*(f'+P {path}' for path, count in self._profiles.items() for _ in range(count)),
+		]
+
 	def track(self, pgid: int) -> None:
+		self._live.add(pgid)
 		self._send(f'+{pgid}')
 
 	def untrack(self, pgid: int) -> None:
+		self._live.discard(pgid)
 		self._send(f'-{pgid}')
 
 	def track_profile(self, profile: str | os.PathLike[str]) -> None:
 		"""A live browser's profile: released (``release_singleton``) if the server dies."""
+		self._profiles[os.fspath(profile)] += 1
 		self._send(f'+P {os.fspath(profile)}')
 
 	def untrack_profile(self, profile: str | os.PathLike[str]) -> None:
-		self._send(f'-P {os.fspath(profile)}')
+		path = os.fspath(profile)
+		self._profiles[path] -= 1
+		if self._profiles[path] <= 0:
+			del self._profiles[path]
+		self._send(f'-P {path}')
 
 	def track_remote(self, delete_url: str) -> None:
+		self._remote.add(delete_url)
 		self._send(f'+D {delete_url}')
 
 	def untrack_remote(self, delete_url: str) -> None:
+		self._remote.discard(delete_url)
 		self._send(f'-D {delete_url}')
 
 	def close(self) -> None:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -32,9 +33,10 @@ def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
 		proc.wait()
 
 
-def test_the_sidecar_is_told_apart_from_a_browser() -> None:
+@pytest.mark.parametrize('shell', [sidecar.SHELL, None], ids=['waits in a shell', 'python only'])
+def test_the_sidecar_is_told_apart_from_a_browser(shell: str | None) -> None:
 	assert processes.SIDECAR_MODULE == sidecar.__name__
-	helper = sidecar.Sidecar()
+	helper = sidecar.Sidecar(shell=shell)
 	try:
 		# told apart by its command line, which /proc can show empty for a moment right after exec
 		assert wait_until(lambda: is_sidecar(psutil.Process(helper.proc.pid)), timeout=5)
@@ -42,6 +44,43 @@ def test_the_sidecar_is_told_apart_from_a_browser() -> None:
 	finally:
 		helper.close()
 	assert helper.proc.returncode == 0, 'it exits at end-of-file'
+	assert helper.journal is None or not os.path.exists(helper.journal), 'its journal is removed'
+
+
+@pytest.mark.skipif(not os.access(sidecar.SHELL, os.X_OK), reason='no /bin/sh here: the Python sidecar listens itself')
+def test_the_sidecar_waits_in_a_shell_and_its_journal_stays_small(tmp_path: Path, spawned: list[subprocess.Popen[bytes]]) -> None:
+	"""While the server lives, the sidecar is a shell (~0.3 MB PSS, not an idle Python's ~8 MB)
+	appending what it is told to a journal that is emptied and written anew now and then; at the end
+	Python reads it and cleans up what is still live, nothing that was untracked."""
+	state = tmp_path / 'state'
+	state.mkdir()
+	(state / 'left-behind').write_text('x')
+	live = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)
+	ended = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)
+	spawned += [live, ended]
+	helper = sidecar.Sidecar(state)
+	try:
+		helper.track(live.pid)
+		helper.track(ended.pid)
+		helper.track_profile(state / 'profile')
+		for n in range(3 * sidecar.COMPACT_AFTER):  # browsers that came and went
+			helper.track(10_000_000 + n)
+			helper.untrack(10_000_000 + n)
+		helper.untrack(ended.pid)
+		assert helper.journal is not None
+		journal = Path(helper.journal)
+		assert wait_until(lambda: journal.read_bytes().endswith(f'-{ended.pid}\n'.encode()), timeout=10)
+		assert journal.stat().st_size < 32 * 1024, f'a journal of {journal.stat().st_size} bytes for 3 live entries'
+		assert f'+{live.pid}\n'.encode() in journal.read_bytes(), 'what is live is written again after each emptying'
+		proc = psutil.Process(helper.proc.pid)
+		assert proc.name() in ('sh', 'dash', 'bash', 'busybox'), proc.name()
+		pss = proc.memory_full_info().pss
+		assert pss < 2 * 2**20, f'the waiting sidecar takes {pss / 2**20:.1f} MB PSS'
+	finally:
+		helper.close()
+	assert live.wait(5) is not None, 'what was live at the end is killed'
+	assert ended.poll() is None, 'what was untracked is left alone'
+	assert wait_until(lambda: not state.exists(), timeout=5), 'the state directory goes with it'
 
 
 def test_a_dead_servers_marked_processes_are_found_and_stopped(spawned: list[subprocess.Popen[bytes]]) -> None:
