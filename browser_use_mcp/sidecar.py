@@ -25,7 +25,6 @@ journal) and then what is live now. Without ``/bin/sh`` the Python sidecar liste
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import shutil
@@ -146,6 +145,60 @@ def _remove(state_dir: str) -> None:
 		time.sleep(0.2)
 
 
+class Listed:
+	"""What the sidecar is to clean up if the server dies, as the lines it is told build it up: live
+	process groups, remote sessions (the URLs whose DELETE ends them), and live browsers' profiles,
+	counted (the default session's lies outside the state dir, and may be listed by one browser after
+	another). The sidecar replays the lines into one; the server keeps one beside, to tell it again
+	what is live after the journal is emptied (``lines``)."""
+
+	def __init__(self) -> None:
+		self.groups: set[int] = set()
+		self.remote: set[str] = set()
+		self.profiles: dict[str, int] = {}
+
+	def __len__(self) -> int:
+		return len(self.groups) + len(self.remote) + len(self.profiles)
+
+	def apply(self, line: bytes) -> None:
+		if line == b'=':  # what follows is everything live
+			self.groups.clear()
+			self.remote.clear()
+			self.profiles.clear()
+			return
+		sign = line[:1]
+		if line[1:3] == b'D ':
+			url = line[3:].decode('utf-8', 'replace')
+			if sign == b'+':
+				self.remote.add(url)
+			elif sign == b'-':
+				self.remote.discard(url)
+			return
+		if line[1:3] == b'P ':
+			path = os.fsdecode(line[3:])
+			if sign == b'+':
+				self.profiles[path] = self.profiles.get(path, 0) + 1
+			elif sign == b'-' and self.profiles.get(path, 0) > 1:
+				self.profiles[path] -= 1
+			elif sign == b'-':
+				self.profiles.pop(path, None)
+			return
+		if len(line) < 2 or not line[1:].isdigit():
+			return
+		if sign == b'+':
+			self.groups.add(int(line[1:]))
+		elif sign == b'-':
+			self.groups.discard(int(line[1:]))
+
+	def lines(self) -> list[str]:
+		"""The lines that list all of it again."""
+		return [
+			*(f'+{pgid}' for pgid in self.groups),
+			*(f'+D {url}' for url in self.remote),
+			*(f'+P {path}' for path, count in self.profiles.items() for _ in range(count)),
+		]
+
+
 def main(argv: list[str] | None = None) -> int:
 	"""Sidecar loop: track groups from stdin; at EOF kill what is left and remove the state dir.
 	``--journal PATH`` first: stdin is that journal (the shell's), removed once read."""
@@ -156,39 +209,10 @@ def main(argv: list[str] | None = None) -> int:
 	state_dir = args[0] if args else None
 	signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal Ctrl-C is for the server, not us
 	signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM sent to the whole process group
-	live: set[int] = set()
-	remote: set[str] = set()
-	profiles: dict[str, int] = {}  # profiles of live browsers (some outside the state dir: the default session's)
+	listed = Listed()
 	for raw in sys.stdin.buffer:
-		line = raw.strip()
-		if line == b'=':  # what follows is everything live
-			live.clear()
-			remote.clear()
-			profiles.clear()
-			continue
-		if line[1:3] == b'D ':
-			url = line[3:].decode('utf-8', 'replace')
-			if line[:1] == b'+':
-				remote.add(url)
-			elif line[:1] == b'-':
-				remote.discard(url)
-			continue
-		if line[1:3] == b'P ':
-			path = os.fsdecode(line[3:])
-			if line[:1] == b'+':
-				profiles[path] = profiles.get(path, 0) + 1
-			elif line[:1] == b'-' and profiles.get(path, 0) > 1:
-				profiles[path] -= 1
-			elif line[:1] == b'-':
-				profiles.pop(path, None)
-			continue
-		if len(line) < 2 or not line[1:].isdigit():
-			continue
-		pgid = int(line[1:])
-		if line[:1] == b'+':
-			live.add(pgid)
-		elif line[:1] == b'-':
-			live.discard(pgid)
+		listed.apply(raw.strip())
+	live, remote, profiles = listed.groups, listed.remote, listed.profiles
 	if journal is not None:
 		with contextlib.suppress(OSError):
 			os.unlink(journal)
@@ -226,9 +250,7 @@ class Sidecar:
 			argv = python
 		if state_dir is not None:
 			argv.append(os.fspath(state_dir))
-		self._live: set[int] = set()
-		self._remote: set[str] = set()
-		self._profiles: collections.Counter[str] = collections.Counter()
+		self._listed = Listed()  # what the sidecar has been told is live (told again after each emptying)
 		self._sent = 0  # lines since the journal was last emptied
 		self.proc = subprocess.Popen(
 			argv,
@@ -241,56 +263,42 @@ class Sidecar:
 		)
 
 	def _send(self, line: str) -> None:
-		self._write([line])
+		try:
+			encoded = line.encode()
+		except UnicodeEncodeError:  # a path no UTF-8 can carry: never listed, as before
+			return
+		self._listed.apply(encoded)
+		self._write([encoded])
 		self._sent += 1
-		if self.journal is not None and self._sent > COMPACT_AFTER + 2 * (
-			len(self._live) + len(self._remote) + len(self._profiles)
-		):
-			state = self._state()
-			self._write(['=', *state])
+		if self.journal is not None and self._sent > COMPACT_AFTER + 2 * len(self._listed):
+			state = [line.encode() for line in self._listed.lines()]
+			self._write([b'=', *state])
 			self._sent = len(state) + 1
 
-	def _write(self, lines: list[str]) -> None:
+	def _write(self, lines: list[bytes]) -> None:
 		if self.proc.stdin is None:
 			return
 		with contextlib.suppress(BrokenPipeError, ValueError, OSError):
-			self.proc.stdin.write(b''.join(line.encode() + b'\n' for line in lines))
+			self.proc.stdin.write(b''.join(line + b'\n' for line in lines))
 			self.proc.stdin.flush()
 
-	def _state(self) -> list[str]:
-		"""The lines that list what is live now."""
-		return [
-			*(f'+{pgid}' for pgid in self._live),
-			*(f'+D {url}' for url in self._remote),
-			*(f'+P {path}' for path, count in self._profiles.items() for _ in range(count)),
-		]
-
 	def track(self, pgid: int) -> None:
-		self._live.add(pgid)
 		self._send(f'+{pgid}')
 
 	def untrack(self, pgid: int) -> None:
-		self._live.discard(pgid)
 		self._send(f'-{pgid}')
 
 	def track_profile(self, profile: str | os.PathLike[str]) -> None:
 		"""A live browser's profile: released (``release_singleton``) if the server dies."""
-		self._profiles[os.fspath(profile)] += 1
 		self._send(f'+P {os.fspath(profile)}')
 
 	def untrack_profile(self, profile: str | os.PathLike[str]) -> None:
-		path = os.fspath(profile)
-		self._profiles[path] -= 1
-		if self._profiles[path] <= 0:
-			del self._profiles[path]
-		self._send(f'-P {path}')
+		self._send(f'-P {os.fspath(profile)}')
 
 	def track_remote(self, delete_url: str) -> None:
-		self._remote.add(delete_url)
 		self._send(f'+D {delete_url}')
 
 	def untrack_remote(self, delete_url: str) -> None:
-		self._remote.discard(delete_url)
 		self._send(f'-D {delete_url}')
 
 	def close(self) -> None:
