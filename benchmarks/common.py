@@ -13,12 +13,13 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -226,6 +227,55 @@ def memory_of(procs: Iterable[psutil.Process]) -> Memory:
 
 def mb(value: float) -> float:
 	return round(value / 2**20, 1)
+
+
+class Spinners:
+	"""Processes that keep a core busy each. ``lowest``: each in an autogroup of its own at niceness
+	19 (what costs the others least the scheduler can give); ``stopped``: stopped (SIGSTOP) until
+	``resume``."""
+
+	def __init__(self, count: int, *, lowest: bool = False, stopped: bool = False) -> None:
+		import subprocess
+
+		code = ('import os, signal; os.kill(os.getpid(), signal.SIGSTOP)\n' if stopped else '') + 'while True: pass'
+		self.procs = [
+			subprocess.Popen(  # noqa: S603
+				[sys.executable, '-c', code],
+				start_new_session=lowest,
+				stdin=subprocess.DEVNULL,
+				stdout=subprocess.DEVNULL,
+				stderr=subprocess.DEVNULL,
+			)
+			for _ in range(count)
+		]
+		if lowest:
+			from browser_use_mcp.processes import set_autogroup
+
+			for proc in self.procs:
+				os.setpriority(os.PRIO_PROCESS, proc.pid, 19)
+				set_autogroup(proc.pid, 19)
+
+	def resume(self) -> None:
+		for proc in self.procs:
+			os.kill(proc.pid, signal.SIGCONT)
+
+	def pause(self) -> None:
+		for proc in self.procs:
+			os.kill(proc.pid, signal.SIGSTOP)
+
+	def close(self) -> None:
+		for proc in self.procs:
+			proc.kill()
+			proc.wait()
+
+
+@contextlib.contextmanager
+def spinners(count: int, *, lowest: bool = False, stopped: bool = False) -> Iterator[Spinners]:
+	spin = Spinners(count, lowest=lowest, stopped=stopped)
+	try:
+		yield spin
+	finally:
+		spin.close()
 
 
 # -- numbers ---------------------------------------------------------------------------------------

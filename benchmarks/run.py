@@ -33,14 +33,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import shlex
 import statistics
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,6 +56,7 @@ from benchmarks.common import (
 	server,
 	servers,
 	spawn_timing,
+	spinners,
 	table,
 )
 
@@ -550,25 +549,11 @@ def show_state(r: dict[str, Any]) -> str:
 # -- (g) start-up ---------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def busy_cores(count: int) -> Iterator[None]:
-	"""Keep ``count`` cores busy (plain spinning processes), as a loaded machine would."""
-	import subprocess
-
-	procs = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(count)]
-	try:
-		yield
-	finally:
-		for proc in procs:
-			proc.kill()
-			proc.wait()
-
-
 async def bench_startup(quick: bool) -> dict[str, Any]:
 	repeats = 3 if quick else 5
 	out: dict[str, Any] = {}
 	for load, hogs in (('idle', 0), ('2 cores busy', os.cpu_count() or 2)):
-		with busy_cores(hogs):
+		with spinners(hogs):  # as a loaded machine would be
 			for kind in ('upstream', 'ours'):
 				inits, lists = [], []
 				for _ in range(repeats):

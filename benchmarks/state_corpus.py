@@ -26,17 +26,13 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import percentile, run_in_scratch_home
+from benchmarks.common import percentile, run_in_scratch_home, spinners
 from benchmarks.stalls import StallSampler
 
 
@@ -252,50 +248,6 @@ CHANGE_PAGE = 'document.documentElement.dataset.benchmarkTick = String(Date.now(
 WINDOW = 2.5  # s: the light session's alternating windows alone and beside the heavy one
 
 
-class _Spinners:
-	"""Processes that keep a core busy each, stopped (SIGSTOP) until ``resume``."""
-
-	def __init__(self, count: int) -> None:
-		code = 'import os, signal; os.kill(os.getpid(), signal.SIGSTOP)\nwhile True: pass'
-		self.procs = [
-			subprocess.Popen(  # noqa: S603
-				[sys.executable, '-c', code],
-				start_new_session=True,  # an autogroup of its own, lowered below
-				stdin=subprocess.DEVNULL,
-				stdout=subprocess.DEVNULL,
-				stderr=subprocess.DEVNULL,
-			)
-			for _ in range(count)
-		]
-		from browser_use_mcp.processes import set_autogroup
-
-		for proc in self.procs:
-			os.setpriority(os.PRIO_PROCESS, proc.pid, 19)
-			set_autogroup(proc.pid, 19)
-
-	def resume(self) -> None:
-		for proc in self.procs:
-			os.kill(proc.pid, signal.SIGCONT)
-
-	def pause(self) -> None:
-		for proc in self.procs:
-			os.kill(proc.pid, signal.SIGSTOP)
-
-	def close(self) -> None:
-		for proc in self.procs:
-			proc.kill()
-			proc.wait()
-
-
-@contextlib.contextmanager
-def spinners(count: int) -> Iterator[_Spinners]:
-	spin = _Spinners(count)
-	try:
-		yield spin
-	finally:
-		spin.close()
-
-
 async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, on: bool) -> dict[str, float]:
 	_switch()(on)
 	if on:  # the worker is up before anything is measured
@@ -350,7 +302,7 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 		phases[phase][2].extend(probe.lags)
 
 	windows = max(1, round(seconds / WINDOW))
-	with spinners(2) as spin, contextlib.ExitStack() as stack:
+	with spinners(2, lowest=True, stopped=True) as spin, contextlib.ExitStack() as stack:
 		sampler = stack.enter_context(StallSampler()) if _where else None
 		for _ in range(windows):
 			go.clear()
