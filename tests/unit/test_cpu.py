@@ -24,8 +24,8 @@ SPIN = 'while True: pass'
 
 
 @contextlib.contextmanager
-def spinner(**kwargs: object) -> Iterator[subprocess.Popen[bytes]]:
-	proc = subprocess.Popen([sys.executable, '-c', SPIN], **kwargs)  # type: ignore[call-overload]  # noqa: S603
+def spinner() -> Iterator[subprocess.Popen[bytes]]:
+	proc = subprocess.Popen([sys.executable, '-c', SPIN])  # noqa: S603
 	try:
 		yield proc
 	finally:
