@@ -8,6 +8,8 @@ server's tree is read, and summed by kind: the server (Python), the Chromiums' b
 message passes), their renderers, the rest. Each binary is run in turn, round after round, so both
 see the same machine load: by default the full Chromium (``--no-headless-shell``) and Chromium's
 headless shell (the server's default when it is installed); ``--chromium PATH`` (repeatable) names others.
+``--off PATCH[,PATCH]`` (repeatable) instead runs the default browser as shipped and with those patches
+switched off (their environment switches set to ``false``), e.g. ``--off profile_paths,factory_signatures``.
 
 Prints each run, then medians side by side, with the wall time and PSS per agent. Figures only.
 """
@@ -53,9 +55,9 @@ def cpu_by_kind(tree: list[psutil.Process]) -> dict[tuple[int, str], float]:
 	return out
 
 
-async def one_run(site: str, agents: int, args: tuple[str, ...]) -> dict[str, Any]:
+async def one_run(site: str, agents: int, args: tuple[str, ...], env: dict[str, str] | None = None) -> dict[str, Any]:
 	args = ('--isolation', 'context', '--max-sessions', str(agents + 4), *args)
-	async with server('ours', *args) as srv:
+	async with server('ours', *args, env_extra=env) as srv:
 		await srv.ok('browser_navigate', session_id='warm', url=f'{site}/')  # both shared Chromiums up
 		await srv.ok('browser_navigate', session_id='warm-2', url=f'{site}/')
 		before = cpu_by_kind(srv.tree())
@@ -72,14 +74,17 @@ async def one_run(site: str, agents: int, args: tuple[str, ...]) -> dict[str, An
 	return {'wall': wall, 'pss': pss, 'cpu': cpu, 'binary': binary}
 
 
-async def bench(agents: int, rounds: int, binaries: list[tuple[str, tuple[str, ...]]]) -> str:
+Variant = tuple[str, tuple[str, ...], dict[str, str]]  # label, server arguments, environment
+
+
+async def bench(agents: int, rounds: int, binaries: list[Variant]) -> str:
 	from harness.pages import PageServer
 
-	runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in binaries}
+	runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in binaries}
 	with PageServer() as site:
 		for r in range(rounds):
-			for label, args in binaries:
-				run = await one_run(site.url, agents, args)
+			for label, args, env in binaries:
+				run = await one_run(site.url, agents, args, env)
 				runs[label].append(run)
 				split = ', '.join(f'{k} {v:.2f} s' for k, v in run['cpu'].items())
 				print(f'round {r + 1}, {label} ({run["binary"]}): wall {run["wall"]:.2f} s; CPU {split}', flush=True)
@@ -88,7 +93,7 @@ async def bench(agents: int, rounds: int, binaries: list[tuple[str, tuple[str, .
 		return statistics.median(pick(run) for run in runs[label])
 
 	rows = []
-	for label, _ in binaries:
+	for label, _, _ in binaries:
 		total = med(label, lambda run: sum(v for k, v in run['cpu'].items() if k != 'of it: main thread'))
 		rows.append(
 			[
@@ -103,16 +108,30 @@ async def bench(agents: int, rounds: int, binaries: list[tuple[str, tuple[str, .
 	return table(f'CPU by process while {agents} agents work, context mode, median of {rounds}', header, rows)
 
 
+def patches_off(names: str) -> dict[str, str]:
+	"""The environment that switches off each patch named (comma-separated)."""
+	from browser_use_mcp import patches
+
+	by_name = {p.name: p for p in patches.all_patches()}
+	unknown = [n for n in names.split(',') if n not in by_name]
+	if unknown:
+		raise SystemExit(f'--off: unknown patch {", ".join(unknown)}; patches: {", ".join(by_name)}')
+	return {by_name[n].env_var: 'false' for n in names.split(',')}
+
+
 def main() -> None:
 	parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 	parser.add_argument('--agents', type=int, default=16)
 	parser.add_argument('--rounds', type=int, default=3)
 	parser.add_argument('--chromium', action='append', default=[], help='a browser binary to run (repeatable)')
+	parser.add_argument('--off', action='append', default=[], help='patches to switch off, comma-separated (repeatable)')
 	args = parser.parse_args()
-	binaries = [(path, ('--chromium', path)) for path in args.chromium] or [
-		('full Chromium', ('--no-headless-shell',)),
-		('headless shell (default)', ()),
+	binaries: list[Variant] = [(path, ('--chromium', path), {}) for path in args.chromium] or [
+		('full Chromium', ('--no-headless-shell',), {}),
+		('headless shell (default)', (), {}),
 	]
+	if args.off:
+		binaries = [('as shipped', (), {})] + [(f'without {names}', (), patches_off(names)) for names in args.off]
 
 	async def run() -> None:
 		print(await bench(args.agents, args.rounds, binaries))

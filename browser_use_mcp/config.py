@@ -117,6 +117,8 @@ class ServerConfig:
 	parallel_event_buses: bool = True
 	fast_actions: bool = True  # clicks and go-back wait for the page, not for fixed sleeps
 	lazy_cloud_client: bool = True  # sessions build no HTTP client for browser-use's cloud API until used
+	profile_paths: bool = True  # a session's profile looks up browser-use's default profile directory once
+	factory_signatures: bool = True  # pydantic reads a default factory's signature once, not per model built
 	quiet_blank_tabs: bool = True  # no animation (and no CDN request) in about:blank tabs
 	agent_keeps_browser: bool = True  # off: retry_with_browser_use_agent refuses to run
 	orderly_http_shutdown: bool = True  # HTTP: the server, not uvicorn, handles SIGTERM/SIGINT
@@ -257,6 +259,8 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'parallel_event_buses': (f'{ENV_PREFIX}PARALLEL_EVENT_BUSES', _truthy),
 	'fast_actions': (f'{ENV_PREFIX}FAST_ACTIONS', _truthy),
 	'lazy_cloud_client': (f'{ENV_PREFIX}LAZY_CLOUD_CLIENT', _truthy),
+	'profile_paths': (f'{ENV_PREFIX}PROFILE_PATHS', _truthy),
+	'factory_signatures': (f'{ENV_PREFIX}FACTORY_SIGNATURES', _truthy),
 	'quiet_blank_tabs': (f'{ENV_PREFIX}QUIET_BLANK_TABS', _truthy),
 	'agent_keeps_browser': (f'{ENV_PREFIX}AGENT_KEEPS_BROWSER', _truthy),
 	'orderly_http_shutdown': (f'{ENV_PREFIX}ORDERLY_HTTP_SHUTDOWN', _truthy),

@@ -49,6 +49,8 @@ PATCH_MODULES = (
 	'bus_locks',
 	'click_settle',
 	'lazy_cloud_client',
+	'profile_paths',
+	'factory_signatures',
 	'blank_tab_animation',
 	'agent_keeps_browser',
 	'uvicorn_signals',
