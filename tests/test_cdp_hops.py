@@ -381,3 +381,32 @@ async def test_a_states_first_reads_go_beside_the_focus_check_and_follow_the_foc
 	field = next(e for e in result['interactive_elements'] if e.get('tag') == 'input')
 	await catalog.call('browser_type', {'session_id': 'ahead', 'index': field['index'], 'text': 'ahead'}, Call())
 	await catalog.call('browser_close_session', {'session_id': 'ahead'}, Call())
+
+
+async def test_a_tab_has_one_cdp_session_and_its_events_come_once(registry: SessionRegistry, site: str) -> None:
+	"""browser-use attaches the tab a session starts with, then turns auto-attach on, and Chromium
+	attaches that tab a second time (cdp_proxy.Attaches): two sessions on one page, with every
+	page, network and lifecycle event of it sent twice. The endpoint lets go of the second one, in
+	both isolation modes; a tab opened later is attached once, by the auto-attach."""
+	from browser_use_mcp.patches import internals
+
+	catalog = Catalog(registry)
+	await catalog.call('browser_navigate', {'session_id': 'once', 'url': f'{site}/'}, Call())
+	bs = _session(registry, 'once').browser_session
+	loads: collections.Counter[str | None] = collections.Counter()
+
+	def on_lifecycle(params: Any, session_id: str | None) -> None:
+		if params.get('name') == 'load':
+			loads[session_id] += 1
+
+	internals.hook_cdp_event(internals.root_cdp_client(bs), 'Page.lifecycleEvent', on_lifecycle)
+	await catalog.call('browser_navigate', {'session_id': 'once', 'url': f'{site}/two'}, Call())
+	await asyncio.sleep(0.3)  # any second session's event would be in by now
+	assert sum(loads.values()) == 1, f'the load of one navigation was heard by {dict(loads)}'
+	loads.clear()
+	await catalog.call('browser_navigate', {'session_id': 'once', 'url': f'{site}/', 'new_tab': True}, Call())
+	await asyncio.sleep(0.3)
+	assert len(loads) == 1, f"a new tab's loads were heard by {dict(loads)}"  # (about:blank's, then the page's)
+	listed = json.loads((await catalog.call('browser_list_tabs', {'session_id': 'once'}, Call())).text)
+	assert len(listed) == 2, listed
+	await catalog.call('browser_close_session', {'session_id': 'once'}, Call())

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import re
@@ -108,6 +109,45 @@ def _error(message_id: int, text: str, code: int = -32000, session: str | None =
 
 # Commands that may open a URL: only these are parsed on their way through a passthrough endpoint.
 _NAVIGATING = ('"Page.navigate"', '"Target.createTarget"')
+_AUTO_ATTACH = '"Target.setAutoAttach"'
+_ATTACHED_EVENT = '{"method":"Target.attachedToTarget"'
+_DETACHED_EVENT = '{"method":"Target.detachedFromTarget"'
+
+
+class Attaches:
+	"""The browser-level attaches of one client connection, to let go of the second session
+	browser-use's own start makes on each page it finds: it attaches every existing target
+	(``Target.attachToTarget``), then turns auto-attach on (``Target.setAutoAttach``), and Chromium
+	auto-attaches each of those targets again before it answers. Two sessions on one page, each with
+	its page, network and lifecycle events on: every event of that tab came twice, for the session's
+	whole life (~20 % of a small workflow's CDP messages)."""
+
+	def __init__(self) -> None:
+		self.targets: dict[str, str] = {}  # CDP session -> its target
+		self.turning_on: set[Any] = set()  # ids of the client's browser-level auto-attach requests not answered yet
+
+	def clear(self) -> None:
+		self.targets.clear()
+		self.turning_on.clear()
+
+	def sent(self, message: dict[str, Any]) -> None:
+		"""A browser-level command of the client."""
+		if message.get('method') == 'Target.setAutoAttach' and (message.get('params') or {}).get('autoAttach'):
+			self.turning_on.add(message.get('id'))
+
+	def answered(self, message_id: Any) -> None:
+		self.turning_on.discard(message_id)
+
+	def attached(self, session: str, target: str) -> bool:
+		"""A browser-level attach: False when it is a second session on a target the client has
+		attached on this connection already, made by turning auto-attach on (to let go of at once)."""
+		if self.turning_on and target in self.targets.values():
+			return False
+		self.targets[session] = target
+		return True
+
+	def detached(self, session: str) -> None:
+		self.targets.pop(session, None)
 
 
 class ContextLink:
@@ -119,6 +159,7 @@ class ContextLink:
 		self.targets: set[str] = set()  # the context's targets this connection has heard of
 		self.sessions: set[str] = set()  # CDP sessions attached on this connection to our targets
 		self.downloads: set[str] = set()  # guids of downloads that began in our targets
+		self.attaches = Attaches()  # this connection's browser-level attaches
 		self._rewrites: dict[int, Callable[[dict[str, Any]], None]] = {}  # client id -> result rewrite
 		self._own: dict[int, asyncio.Future[dict[str, Any]]] = {}
 		self._next_own = OWN_IDS_START
@@ -128,6 +169,7 @@ class ContextLink:
 	async def serve(self, client: ServerConnection) -> None:
 		self._client = client
 		self.sessions.clear()  # CDP sessions belong to a connection; a reconnect starts without any
+		self.attaches.clear()
 		self._rewrites.clear()
 		upstream = await self.open_upstream()
 		self._upstream = upstream
@@ -196,6 +238,7 @@ class ContextLink:
 			await self._close_targets()
 			await self._client.send(json.dumps({'id': message_id, 'result': {}}))
 			return
+		self.attaches.sent(message)
 		if method in WITH_CONTEXT:
 			params['browserContextId'] = self.context_id
 		elif method == 'Target.getTargets':
@@ -217,6 +260,7 @@ class ContextLink:
 			rewrite = self._rewrites.pop(message['id'], None)
 			if rewrite is not None and 'result' in message:
 				rewrite(message['result'])
+			self.attaches.answered(message['id'])
 			return message
 		if 'sessionId' in message:
 			return message  # an event of one of our targets' sessions
@@ -241,7 +285,11 @@ class ContextLink:
 			if info.get('browserContextId') != self.context_id:
 				self._detach_foreign(session)
 				return None
-			self.targets.add(info.get('targetId', ''))
+			target = info.get('targetId', '')
+			if not self.attaches.attached(session, target):
+				self._detach_foreign(session)  # a second session on a page the client has (Attaches)
+				return None
+			self.targets.add(target)
 			self.sessions.add(session)
 			return message
 		if method == 'Target.detachedFromTarget':
@@ -249,6 +297,7 @@ class ContextLink:
 			if session not in self.sessions:
 				return None
 			self.sessions.discard(session)
+			self.attaches.detached(session)
 			return message
 		if method == 'Browser.downloadWillBegin':
 			if params.get('frameId') not in self.targets:
@@ -276,7 +325,8 @@ class ContextLink:
 		return await future
 
 	def _detach_foreign(self, session: str) -> None:
-		"""Another context's page, attached by a browser-level auto-attach: let go of it at once."""
+		"""A session the client must not see (another context's page, or a second one on a page the
+		client has attached already), made by a browser-level auto-attach: let go of it at once."""
 		task = asyncio.get_running_loop().create_task(self._send_own('Target.detachFromTarget', {'sessionId': session}))
 		task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
@@ -311,10 +361,19 @@ class PassthroughLink:
 		if self.scope is not None and me is not None:
 			self.scope.add(me)
 		upstream = await self.open_upstream()
+		attaches = Attaches()
+		own = itertools.count(OWN_IDS_START)
+		let_go: set[Any] = set()  # sessions we detach, and ids of our detach commands: not the client's
 
 		async def down() -> None:
 			try:
 				async for message in upstream:
+					text = message if isinstance(message, str) else message.decode()
+					if (let_go or attaches.turning_on or text.startswith((_ATTACHED_EVENT, _DETACHED_EVENT))) and not (
+						_PAGE_LEVEL_TAIL.search(text[-80:])
+					):
+						if not await self._browser_level(text, attaches, let_go, own, upstream):
+							continue
 					await client.send(message)
 			except (ConnectionClosed, OSError):
 				pass
@@ -334,6 +393,10 @@ class PassthroughLink:
 					if why is not None:
 						await client.send(_error(command.get('id', 0), why, session=command.get('sessionId')))
 						continue
+				elif _AUTO_ATTACH in text:
+					command = json.loads(text)
+					if 'sessionId' not in command:
+						attaches.sent(command)
 				await upstream.send(text)
 		except ConnectionClosed:
 			pass
@@ -343,6 +406,34 @@ class PassthroughLink:
 			pump.cancel()
 			with contextlib.suppress(asyncio.CancelledError, Exception):
 				await pump
+
+	@staticmethod
+	async def _browser_level(text: str, attaches: Attaches, let_go: set[Any], own: Any, upstream: Upstream) -> bool:
+		"""A browser-level message from the browser: False when the client must not see it (a second
+		session on a page it has, see Attaches; our detach of it, and its answer)."""
+		message = json.loads(text)
+		method = message.get('method')
+		params = message.get('params') or {}
+		if method is None:
+			if message.get('id') in let_go:
+				let_go.discard(message['id'])
+				return False
+			attaches.answered(message.get('id'))
+			return True
+		session = params.get('sessionId', '')
+		if method == 'Target.attachedToTarget':
+			if attaches.attached(session, (params.get('targetInfo') or {}).get('targetId', '')):
+				return True
+			detach = {'id': next(own), 'method': 'Target.detachFromTarget', 'params': {'sessionId': session}}
+			let_go.update((session, detach['id']))
+			await upstream.send(json.dumps(detach))
+			return False
+		if method == 'Target.detachedFromTarget':
+			attaches.detached(session)
+			if session in let_go:
+				let_go.discard(session)
+				return False
+		return True
 
 
 PATH_PREFIX = '/devtools/browser/'
