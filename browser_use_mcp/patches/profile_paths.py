@@ -69,7 +69,10 @@ def _checks() -> list[str]:
 	from browser_use.browser import profile
 
 	problems = []
-	if not isinstance(vars(profile).get('CONFIG'), config.Config):
+	current = vars(profile).get('CONFIG')
+	if isinstance(current, ProfileConfig):  # applied already: what it stands in for
+		current = current._real
+	if not isinstance(current, config.Config):
 		problems.append(f"{_PROFILE}.CONFIG is no longer browser-use's Config")
 	if not isinstance(getattr(config.OldConfig, CACHED, None), property):
 		problems.append(f'OldConfig.{CACHED} is no longer a property')

@@ -119,6 +119,16 @@ def test_apply_and_revert_round_trip_to_the_exact_original_objects(name: str, pr
 
 
 @pytest.mark.parametrize('name', NAMES)
+def test_an_applied_patch_still_passes_its_own_checks(name: str, pristine: None) -> None:
+	"""doctor checks the patches of a server that has applied them: a patch must not read its own
+	change as a changed dependency (profile_paths once did, and doctor reported it refused)."""
+	patch = BY_NAME[name]
+	assert patches.apply(patch, enabled=True).state == 'active'
+	assert patches.problems(patch) == []
+	assert patches.preview(patch).state == 'active'
+
+
+@pytest.mark.parametrize('name', NAMES)
 def test_a_changed_source_refuses_with_one_warning_and_touches_nothing(
 	name: str, pristine: None, caplog: pytest.LogCaptureFixture
 ) -> None:
