@@ -383,6 +383,27 @@ async def test_a_states_first_reads_go_beside_the_focus_check_and_follow_the_foc
 	await catalog.call('browser_close_session', {'session_id': 'ahead'}, Call())
 
 
+def test_only_the_second_attach_made_by_turning_auto_attach_on_is_let_go() -> None:
+	book = cdp_proxy.Attaches()
+	book.sent({'id': 1, 'method': 'Target.attachToTarget', 'params': {'targetId': 'T1', 'flatten': True}})
+	assert book.waiting and book.attached('s1', 'T1')  # the client's own attach
+	book.answered(1)
+	assert not book.waiting
+	book.sent({'id': 2, 'method': 'Target.setAutoAttach', 'params': {'autoAttach': True, 'flatten': True}})
+	assert not book.attached('s2', 'T1'), 'the same tab again, by the auto-attach'
+	assert book.attached('s3', 'T2'), 'a tab it had not attached'
+	book.sent({'id': 3, 'method': 'Target.attachToTarget', 'params': {'targetId': 'T1', 'flatten': True}})
+	assert book.attached('s4', 'T1'), 'a second session the client asks for itself is its own'
+	book.answered(3)
+	book.answered(2)
+	assert not book.waiting
+	assert book.attached('s5', 'T1'), 'outside the auto-attach turning on, nothing is second-guessed'
+	book.detached('s1')
+	assert 's1' not in book.targets
+	book.sent({'id': 4, 'method': 'Target.setAutoAttach', 'params': {'autoAttach': False}})
+	assert not book.waiting, 'turning auto-attach off attaches nothing'
+
+
 async def test_a_tab_has_one_cdp_session_and_its_events_come_once(registry: SessionRegistry, site: str) -> None:
 	"""browser-use attaches the tab a session starts with, then turns auto-attach on, and Chromium
 	attaches that tab a second time (cdp_proxy.Attaches): two sessions on one page, with every

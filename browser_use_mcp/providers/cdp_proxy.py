@@ -110,6 +110,7 @@ def _error(message_id: int, text: str, code: int = -32000, session: str | None =
 # Commands that may open a URL: only these are parsed on their way through a passthrough endpoint.
 _NAVIGATING = ('"Page.navigate"', '"Target.createTarget"')
 _AUTO_ATTACH = '"Target.setAutoAttach"'
+_ATTACH_TO = '"Target.attachToTarget"'
 _ATTACHED_EVENT = '{"method":"Target.attachedToTarget"'
 _DETACHED_EVENT = '{"method":"Target.detachedFromTarget"'
 
@@ -125,23 +126,35 @@ class Attaches:
 	def __init__(self) -> None:
 		self.targets: dict[str, str] = {}  # CDP session -> its target
 		self.turning_on: set[Any] = set()  # ids of the client's browser-level auto-attach requests not answered yet
+		self.asked: dict[Any, str] = {}  # ids of the client's own attach requests not answered yet -> their target
+
+	@property
+	def waiting(self) -> bool:
+		"""Answers to the client's attach requests are awaited."""
+		return bool(self.turning_on or self.asked)
 
 	def clear(self) -> None:
 		self.targets.clear()
 		self.turning_on.clear()
+		self.asked.clear()
 
 	def sent(self, message: dict[str, Any]) -> None:
 		"""A browser-level command of the client."""
-		if message.get('method') == 'Target.setAutoAttach' and (message.get('params') or {}).get('autoAttach'):
+		method, params = message.get('method'), message.get('params') or {}
+		if method == 'Target.setAutoAttach' and params.get('autoAttach'):
 			self.turning_on.add(message.get('id'))
+		elif method == 'Target.attachToTarget':
+			self.asked[message.get('id')] = params.get('targetId', '')
 
 	def answered(self, message_id: Any) -> None:
 		self.turning_on.discard(message_id)
+		self.asked.pop(message_id, None)
 
 	def attached(self, session: str, target: str) -> bool:
 		"""A browser-level attach: False when it is a second session on a target the client has
-		attached on this connection already, made by turning auto-attach on (to let go of at once)."""
-		if self.turning_on and target in self.targets.values():
+		attached on this connection already, made by turning auto-attach on (to let go of at once).
+		A session the client asked for itself (a second one on purpose) is always its own."""
+		if self.turning_on and target in self.targets.values() and target not in self.asked.values():
 			return False
 		self.targets[session] = target
 		return True
@@ -369,7 +382,7 @@ class PassthroughLink:
 			try:
 				async for message in upstream:
 					text = message if isinstance(message, str) else message.decode()
-					if (let_go or attaches.turning_on or text.startswith((_ATTACHED_EVENT, _DETACHED_EVENT))) and not (
+					if (let_go or attaches.waiting or text.startswith((_ATTACHED_EVENT, _DETACHED_EVENT))) and not (
 						_PAGE_LEVEL_TAIL.search(text[-80:])
 					):
 						if not await self._browser_level(text, attaches, let_go, own, upstream):
@@ -393,7 +406,7 @@ class PassthroughLink:
 					if why is not None:
 						await client.send(_error(command.get('id', 0), why, session=command.get('sessionId')))
 						continue
-				elif _AUTO_ATTACH in text:
+				elif _AUTO_ATTACH in text or _ATTACH_TO in text:
 					command = json.loads(text)
 					if 'sessionId' not in command:
 						attaches.sent(command)
