@@ -404,6 +404,88 @@ def test_only_the_second_attach_made_by_turning_auto_attach_on_is_let_go() -> No
 	assert not book.waiting, 'turning auto-attach off attaches nothing'
 
 
+class _Recorded:
+	"""One end of a link under test: what was sent to it, in order."""
+
+	def __init__(self) -> None:
+		self.sent: list[dict[str, Any]] = []
+
+	async def send(self, text: str) -> None:
+		self.sent.append(json.loads(text))
+
+
+async def _link_after(*commands: dict[str, Any]) -> tuple[cdp_proxy.ContextLink, _Recorded]:
+	link = cdp_proxy.ContextLink(None, 'CTX')  # type: ignore[arg-type]
+	upstream, client = _Recorded(), _Recorded()
+	link._upstream, link._client = upstream, client  # type: ignore[assignment]
+	for command in commands:
+		await link._from_client(json.dumps(command))
+	return link, upstream
+
+
+DISCOVER_PAGES = {'id': 1, 'method': 'Target.setDiscoverTargets', 'params': {'discover': True, 'filter': [{'type': 'page'}]}}
+BROWSER_USES_AUTO_ATTACH = {'autoAttach': True, 'waitForDebuggerOnStart': False, 'flatten': True}
+
+
+async def test_browser_uses_auto_attach_leaves_pages_to_the_endpoint() -> None:
+	link, upstream = await _link_after(
+		DISCOVER_PAGES, {'id': 2, 'method': 'Target.setAutoAttach', 'params': BROWSER_USES_AUTO_ATTACH}
+	)
+	assert link.pages_here
+	assert upstream.sent[-1]['params']['filter'] == cdp_proxy.NO_PAGES
+
+
+@pytest.mark.parametrize(
+	'discover, params',
+	[
+		(DISCOVER_PAGES, {**BROWSER_USES_AUTO_ATTACH, 'waitForDebuggerOnStart': True}),  # a pause only Chromium can make
+		(DISCOVER_PAGES, {**BROWSER_USES_AUTO_ATTACH, 'filter': [{'type': 'worker'}]}),  # a filter of its own
+		(DISCOVER_PAGES, {**BROWSER_USES_AUTO_ATTACH, 'flatten': False}),
+		(
+			{**DISCOVER_PAGES, 'params': {'discover': True, 'filter': [{'type': 'page', 'exclude': True}, {}]}},
+			BROWSER_USES_AUTO_ATTACH,
+		),
+		({**DISCOVER_PAGES, 'params': {'discover': False}}, BROWSER_USES_AUTO_ATTACH),  # no news of new tabs
+	],
+)
+async def test_any_other_auto_attach_is_passed_on_unchanged(discover: dict[str, Any], params: dict[str, Any]) -> None:
+	link, upstream = await _link_after(discover, {'id': 2, 'method': 'Target.setAutoAttach', 'params': params})
+	assert not link.pages_here
+	assert upstream.sent[-1]['params'] == params
+
+
+async def test_tabs_of_other_contexts_are_never_attached_to_a_session(registry: SessionRegistry, site: str) -> None:
+	"""With several sessions in one shared Chromium, a tab one of them opens is attached to that
+	session's connection only: no attach (and detach) on every other session's connection."""
+	if registry.config.isolation != 'context':
+		pytest.skip('a Chromium of its own has no other context')
+	catalog = Catalog(registry)
+	for sid in ('quiet', 'busy'):
+		await catalog.call('browser_navigate', {'session_id': sid, 'url': f'{site}/'}, Call())
+	quiet = cdp_proxy.local_link(_session(registry, 'quiet').browser_session.cdp_url)
+	assert isinstance(quiet, cdp_proxy.ContextLink) and quiet.pages_here
+	seen: list[dict[str, Any]] = []
+	original = quiet._from_browser
+
+	def recording(message: dict[str, Any]) -> Any:
+		if message.get('method') == 'Target.attachedToTarget':
+			seen.append(message)
+		return original(message)
+
+	quiet._from_browser = recording  # type: ignore[method-assign]
+	try:
+		for _ in range(2):
+			await catalog.call('browser_navigate', {'session_id': 'busy', 'url': f'{site}/two', 'new_tab': True}, Call())
+		await asyncio.sleep(0.3)
+	finally:
+		del quiet._from_browser
+	assert seen == [], f"another session's tabs were attached here: {seen}"
+	tabs = json.loads((await catalog.call('browser_list_tabs', {'session_id': 'busy'}, Call())).text)
+	assert len(tabs) == 3, tabs
+	for sid in ('quiet', 'busy'):
+		await catalog.call('browser_close_session', {'session_id': sid}, Call())
+
+
 async def test_a_tab_has_one_cdp_session_and_its_events_come_once(registry: SessionRegistry, site: str) -> None:
 	"""browser-use attaches the tab a session starts with, then turns auto-attach on, and Chromium
 	attaches that tab a second time (cdp_proxy.Attaches): two sessions on one page, with every

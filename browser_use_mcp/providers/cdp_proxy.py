@@ -14,8 +14,10 @@ browser and rewrites what must be scoped to the session's context:
 - commands naming another context's target are refused as Chromium refuses an unknown target;
   commands that would reach beyond the context (new contexts, browser-wide interception or
   tracing, crashing the browser) are refused; ``Browser.close`` closes the context's tabs only;
-- target events of other contexts are dropped, and a browser-level auto-attach to another
-  context's page is detached at once and never shown.
+- target events of other contexts are dropped; browser-use's browser-level auto-attach is passed
+  on without pages, and the context's own tabs are attached by the endpoint (so no connection is
+  attached to every other context's new tabs); whatever another context's target a browser-level
+  auto-attach still attaches is detached at once and never shown.
 
 The rewriting is a compatibility boundary, not a security one: its client is the server's own
 browser-use. What keeps pages out is ``ContextRouter``: no request a page could make (it carries an
@@ -82,6 +84,10 @@ REFUSED = frozenset(
 		'Tracing.start',
 	}
 )
+# The browser-level auto-attach a context's connection asks Chromium for: everything it would attach
+# but pages, which the connection attaches itself, its context's only (ContextLink, "tabs attached here").
+NO_PAGES = [{'type': 'page', 'exclude': True}, {'type': 'browser', 'exclude': True}, {'type': 'tab', 'exclude': True}, {}]
+ATTACH_BOUND = 5.0  # s an answer held for the attach of its tab may wait for it
 # A page-level message from Chromium: its last key is the session id (checked on the tail only).
 _PAGE_LEVEL_TAIL = re.compile(r',"sessionId":"[0-9A-Fa-f]+"\}$')
 
@@ -113,6 +119,16 @@ _AUTO_ATTACH = '"Target.setAutoAttach"'
 _ATTACH_TO = '"Target.attachToTarget"'
 _ATTACHED_EVENT = '{"method":"Target.attachedToTarget"'
 _DETACHED_EVENT = '{"method":"Target.detachedFromTarget"'
+
+
+def _shows_pages(filters: Any) -> bool:
+	"""Whether a ``TargetFilter`` list lets pages through (no list: the default, which does)."""
+	if filters is None:
+		return True
+	for entry in filters if isinstance(filters, list) else ():
+		if isinstance(entry, dict) and entry.get('type') in (None, 'page'):
+			return not entry.get('exclude', False)
+	return False
 
 
 class Attaches:
@@ -173,6 +189,11 @@ class ContextLink:
 		self.sessions: set[str] = set()  # CDP sessions attached on this connection to our targets
 		self.downloads: set[str] = set()  # guids of downloads that began in our targets
 		self.attaches = Attaches()  # this connection's browser-level attaches
+		self.pages_here = False  # this connection attaches its context's new tabs itself (no page auto-attach)
+		self._discovering_pages = False  # the client has turned on discovery of pages
+		self._attaching: dict[str, asyncio.Task[Any]] = {}  # tab -> our attach of it, under way
+		self._held: dict[int, str] = {}  # client id -> why its answer waits for tabs to be attached
+		self._tasks: set[asyncio.Task[Any]] = set()
 		self._rewrites: dict[int, Callable[[dict[str, Any]], None]] = {}  # client id -> result rewrite
 		self._own: dict[int, asyncio.Future[dict[str, Any]]] = {}
 		self._next_own = OWN_IDS_START
@@ -183,6 +204,9 @@ class ContextLink:
 		self._client = client
 		self.sessions.clear()  # CDP sessions belong to a connection; a reconnect starts without any
 		self.attaches.clear()
+		self.pages_here = self._discovering_pages = False
+		self._attaching.clear()
+		self._held.clear()
 		self._rewrites.clear()
 		upstream = await self.open_upstream()
 		self._upstream = upstream
@@ -198,6 +222,8 @@ class ContextLink:
 				await down
 			for future in self._own.values():
 				future.cancel()
+			for task in list(self._tasks):
+				task.cancel()
 			with contextlib.suppress(Exception):
 				await upstream.close()
 
@@ -252,6 +278,22 @@ class ContextLink:
 			await self._client.send(json.dumps({'id': message_id, 'result': {}}))
 			return
 		self.attaches.sent(message)
+		if method == 'Target.setDiscoverTargets':
+			self._discovering_pages = bool(params.get('discover')) and _shows_pages(params.get('filter'))
+		elif method == 'Target.setAutoAttach':
+			self.pages_here = (
+				bool(params.get('autoAttach') and params.get('flatten'))
+				and not params.get('waitForDebuggerOnStart')
+				and 'filter' not in params
+				and self._discovering_pages
+			)
+			if self.pages_here:
+				params['filter'] = NO_PAGES
+				self._held[message_id] = 'existing tabs'
+				await self._upstream.send(json.dumps(message))
+				return
+		elif method == 'Target.createTarget' and self.pages_here:
+			self._held[message_id] = 'new tab'
 		if method in WITH_CONTEXT:
 			params['browserContextId'] = self.context_id
 		elif method == 'Target.getTargets':
@@ -274,6 +316,10 @@ class ContextLink:
 			if rewrite is not None and 'result' in message:
 				rewrite(message['result'])
 			self.attaches.answered(message['id'])
+			held = self._held.pop(message['id'], None)
+			if held is not None and 'result' in message:
+				self._spawn(self._attach_then_answer(message, held))
+				return None
 			return message
 		if 'sessionId' in message:
 			return message  # an event of one of our targets' sessions
@@ -284,6 +330,8 @@ class ContextLink:
 			if info.get('browserContextId') != self.context_id:
 				return None
 			self.targets.add(info.get('targetId', ''))
+			if method == 'Target.targetCreated' and self.pages_here and info.get('type') == 'page':
+				self._spawn(self._attach_tab(info.get('targetId', '')))
 			return message
 		if method in ('Target.targetDestroyed', 'Target.targetCrashed'):
 			target = params.get('targetId')
@@ -320,6 +368,59 @@ class ContextLink:
 		if method == 'Browser.downloadProgress':
 			return message if params.get('guid') in self.downloads else None
 		return message
+
+	# -- tabs attached here ------------------------------------------------------------------------
+	#
+	# With a browser-level auto-attach, Chromium attaches every new page of every context to every
+	# connection that asked, and each connection of a shared Chromium lets go of the other contexts'
+	# pages at once: with n sessions in a Chromium, each new tab cost n attaches and detaches (each
+	# ~1 ms of Chromium's CPU, in its browser process and in the renderer of the tab). So a client's
+	# auto-attach is passed on without pages (``NO_PAGES``; workers and the rest as asked) and its
+	# context's tabs are attached here, as Chromium would have: the tabs already there before the
+	# auto-attach's answer, a tab ``Target.createTarget`` made before that command's answer, and a
+	# tab that appears (a popup, ``window.open``) as soon as it is announced. Only when the client
+	# asked for what browser-use asks (flattened sessions, no pause on start, no filter of its own)
+	# and discovers pages; anything else is passed on unchanged.
+
+	def _spawn(self, coro: Any) -> None:
+		task = asyncio.get_running_loop().create_task(coro)
+		self._tasks.add(task)
+		task.add_done_callback(self._tasks.discard)
+
+	async def _attach_tab(self, target: str) -> None:
+		"""Attach the tab on this connection (Chromium's ``attachedToTarget`` reaches the client as an
+		auto-attach's would), unless it is attached already or being attached."""
+		if not target or target in self.attaches.targets.values():
+			return
+		task = self._attaching.get(target)
+		if task is None:
+			task = asyncio.get_running_loop().create_task(
+				self._send_own('Target.attachToTarget', {'targetId': target, 'flatten': True})
+			)
+			self._attaching[target] = task
+			task.add_done_callback(lambda t, k=target: self._attaching.pop(k, None) and None)
+		with contextlib.suppress(Exception):
+			await asyncio.shield(task)
+
+	async def _attach_then_answer(self, message: dict[str, Any], held: str) -> None:
+		"""Attach the tabs the client's command is answered with, then answer it."""
+		try:
+			if held == 'new tab':
+				tabs = [message['result'].get('targetId', '')]
+			else:  # the context's tabs that were there when auto-attach was turned on
+				listed = await asyncio.wait_for(self._send_own('Target.getTargets', {}), ATTACH_BOUND)
+				tabs = [
+					t['targetId']
+					for t in listed.get('result', {}).get('targetInfos', [])
+					if t.get('browserContextId') == self.context_id and t.get('type') == 'page'
+				]
+			await asyncio.wait_for(asyncio.gather(*(self._attach_tab(t) for t in tabs)), ATTACH_BOUND)
+		except (Exception, TimeoutError) as exc:
+			logger.debug('could not attach the tabs of an answer (%s): %s', held, exc)
+		finally:
+			if self._client is not None:
+				with contextlib.suppress(Exception):
+					await self._client.send(json.dumps(message))
 
 	def _only_our_targets(self, result: dict[str, Any]) -> None:
 		infos = [t for t in result.get('targetInfos', []) if t.get('browserContextId') == self.context_id]
