@@ -61,6 +61,9 @@ class HttpServer:
 		return self.log.read_text(errors='replace')
 
 
+PORT_ATTEMPTS = 3  # a server whose port was taken before it could bind it is started again on another
+
+
 def free_port() -> int:
 	with socket.socket() as sock:
 		sock.bind(('127.0.0.1', 0))
@@ -89,27 +92,49 @@ def http_server(home: Path, *args: str, env: dict[str, str] | None = None) -> It
 	"""``python -m browser_use_mcp --transport http`` on a free loopback port; always stopped.
 	``env``: the server's whole environment (default: ``server_env(home)``)."""
 	home.mkdir(parents=True, exist_ok=True)
-	port = free_port()
 	log = home / 'server.log'
-	with log.open('wb') as out:
-		proc = subprocess.Popen(
-			[sys.executable, '-m', 'browser_use_mcp', '--transport', 'http', '--host', '127.0.0.1', '--port', str(port), *args],
-			env=server_env(home) if env is None else env,
-			cwd=REPO,
-			stdin=subprocess.DEVNULL,
-			stdout=out,
-			stderr=subprocess.STDOUT,
-		)
-	server = HttpServer(proc, port, home, log)
-	try:
-		banner = f':{port}/mcp'
-		if not wait_until(lambda: banner in server.log_text() or proc.poll() is not None, timeout=90):
-			raise RuntimeError('HTTP server did not start:\n' + server.log_text())
-		if proc.poll() is not None:
-			raise RuntimeError(f'HTTP server exited with {proc.returncode}:\n' + server.log_text())
-		yield server
-	finally:
-		stop(server)
+	for attempt in range(PORT_ATTEMPTS):
+		# the port was free a moment ago; until the server binds it, another process's outgoing
+		# connection may take it as its local port (it is in the ephemeral range): then another port
+		port = free_port()
+		with log.open('wb') as out:
+			proc = subprocess.Popen(
+				[
+					sys.executable,
+					'-m',
+					'browser_use_mcp',
+					'--transport',
+					'http',
+					'--host',
+					'127.0.0.1',
+					'--port',
+					str(port),
+					*args,
+				],
+				env=server_env(home) if env is None else env,
+				cwd=REPO,
+				stdin=subprocess.DEVNULL,
+				stdout=out,
+				stderr=subprocess.STDOUT,
+			)
+		server = HttpServer(proc, port, home, log)
+		try:
+			banner = f':{port}/mcp'
+			if not wait_until(lambda b=banner, s=server: b in s.log_text() or s.proc.poll() is not None, timeout=90):
+				raise RuntimeError('HTTP server did not start:\n' + server.log_text())
+			if proc.poll() is not None:
+				text = server.log_text()
+				if 'Address already in use' in text and attempt + 1 < PORT_ATTEMPTS:
+					continue
+				raise RuntimeError(f'HTTP server exited with {proc.returncode}:\n' + text)
+		except BaseException:
+			stop(server)
+			raise
+		try:
+			yield server
+		finally:
+			stop(server)
+		return
 
 
 @contextlib.asynccontextmanager

@@ -356,3 +356,28 @@ async def test_no_tokens_one_principal_and_sigterm_closes_browsers(tmp_path: Pat
 		assert code == 0, srv.log_text()
 		assert wait_until(lambda: not owned_processes(srv.pid), timeout=15), srv.log_text()
 		print(f'\nSIGTERM to exit with two browsers and a call in flight: {elapsed:.1f} s')
+
+
+def test_a_server_whose_port_was_taken_before_it_bound_is_started_on_another(
+	tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+	"""The harness picks a free port and the server binds it a second later: another process may
+	take it in between (its outgoing connection's local port). The harness then starts the server
+	again on another port instead of failing every test of the module."""
+	import socket
+
+	from harness import httpserver
+
+	taken = socket.socket()
+	taken.bind(('127.0.0.1', 0))
+	taken.listen()
+	ports = iter([taken.getsockname()[1]])
+	original = httpserver.free_port
+	monkeypatch.setattr(httpserver, 'free_port', lambda: next(ports, None) or original())
+	try:
+		with http_server(tmp_path / 'home') as server:
+			assert server.port != taken.getsockname()[1]
+			assert 'Address already in use' not in server.log_text()
+			assert server.proc.poll() is None
+	finally:
+		taken.close()
