@@ -71,6 +71,12 @@ if ! ./scripts/grid.sh >/dev/null; then
 	echo "setup: could not install what a local Selenium Grid needs; tests/e2e/test_grid.py will fail" >&2
 fi
 
+# The real pages of the benchmarks' corpus (Debian's documentation packages, benchmarks/corpus.py)
+# for the sameness test of tests/test_offload_state.py, which skips without them.
+if ! .venv/bin/python -m benchmarks.corpus --setup >/dev/null; then
+	echo "setup: could not install the corpus pages; tests/test_offload_state.py's real-page tests will skip" >&2
+fi
+
 # A real OpenID provider (npm oidc-provider) for tests/e2e/test_oauth.py (scripts/oidc.sh).
 if ! ./scripts/oidc.sh >/dev/null; then
 	echo "setup: could not install oidc-provider; tests/e2e/test_oauth.py will fail" >&2
