@@ -93,24 +93,14 @@ def http_server(home: Path, *args: str, env: dict[str, str] | None = None) -> It
 	``env``: the server's whole environment (default: ``server_env(home)``)."""
 	home.mkdir(parents=True, exist_ok=True)
 	log = home / 'server.log'
+	argv = [sys.executable, '-m', 'browser_use_mcp', '--transport', 'http', '--host', '127.0.0.1', '--port']
 	for attempt in range(PORT_ATTEMPTS):
 		# the port was free a moment ago; until the server binds it, another process's outgoing
 		# connection may take it as its local port (it is in the ephemeral range): then another port
 		port = free_port()
 		with log.open('wb') as out:
 			proc = subprocess.Popen(
-				[
-					sys.executable,
-					'-m',
-					'browser_use_mcp',
-					'--transport',
-					'http',
-					'--host',
-					'127.0.0.1',
-					'--port',
-					str(port),
-					*args,
-				],
+				[*argv, str(port), *args],
 				env=server_env(home) if env is None else env,
 				cwd=REPO,
 				stdin=subprocess.DEVNULL,
@@ -123,12 +113,11 @@ def http_server(home: Path, *args: str, env: dict[str, str] | None = None) -> It
 			if not wait_until(lambda b=banner, s=server: b in s.log_text() or s.proc.poll() is not None, timeout=90):
 				raise RuntimeError('HTTP server did not start:\n' + server.log_text())
 			if proc.poll() is not None:
-				text = server.log_text()
-				if 'Address already in use' in text and attempt + 1 < PORT_ATTEMPTS:
-					continue
-				raise RuntimeError(f'HTTP server exited with {proc.returncode}:\n' + text)
-		except BaseException:
+				raise RuntimeError(f'HTTP server exited with {proc.returncode}:\n' + server.log_text())
+		except BaseException as exc:
 			stop(server)
+			if 'Address already in use' in str(exc) and attempt + 1 < PORT_ATTEMPTS:
+				continue
 			raise
 		try:
 			yield server

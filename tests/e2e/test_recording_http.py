@@ -3,8 +3,6 @@ truncates it. One token-protected server (recording capped at 4 KB) for the modu
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.httpserver import HttpServer, connect, free_port, stop
-from harness.servers import REPO, server_env, wait_until
+from harness.httpserver import HttpServer, connect, http_server
+from harness.servers import server_env
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta')}
 CAP = 4096  # bytes: room for the first entries, not for a screenshot
@@ -22,35 +20,10 @@ CAP = 4096  # bytes: room for the first entries, not for a screenshot
 @pytest.fixture(scope='module')
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
 	home = tmp_path_factory.mktemp('recording-http-home')
-	port = free_port()
-	log = home / 'server.log'
 	tokens = [arg for t in TOKENS.values() for arg in ('--auth-token', t)]
-	argv = [
-		sys.executable,
-		'-m',
-		'browser_use_mcp',
-		'--transport',
-		'http',
-		'--host',
-		'127.0.0.1',
-		'--port',
-		str(port),
-		'--tools',
-		'all',
-	]
 	env = server_env(home, BROWSER_USE_MCP_RECORDING_SIZE_CAP=str(CAP))
-	with log.open('wb') as out:
-		proc = subprocess.Popen(
-			[*argv, *tokens], env=env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
-		)
-	srv = HttpServer(proc, port, home, log)
-	try:
-		if not wait_until(lambda: f':{port}/mcp' in srv.log_text() or proc.poll() is not None, timeout=90):
-			raise RuntimeError('HTTP server did not start:\n' + srv.log_text())
-		assert proc.poll() is None, srv.log_text()
+	with http_server(home, '--tools', 'all', *tokens, env=env) as srv:
 		yield srv
-	finally:
-		stop(srv)
 
 
 async def test_another_token_cannot_fetch_and_a_tiny_cap_truncates(server: HttpServer, site: str) -> None:

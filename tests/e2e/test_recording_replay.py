@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -18,8 +16,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.httpserver import HttpServer, connect, free_port, stop
-from harness.servers import REPO, server_env, user_chromium, wait_until
+from harness.httpserver import HttpServer, connect, http_server
+from harness.servers import user_chromium
 from tests.e2e.test_dashboard import SHOTS, Person
 
 TOKENS = {name: f'{name}-token-{uuid.uuid4().hex}' for name in ('alpha', 'beta')}
@@ -29,27 +27,9 @@ EVIL = '<img src=x onerror=alert(1)>'  # a page-controlled string: logged to the
 @pytest.fixture(scope='module')
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
 	home = tmp_path_factory.mktemp('recording-replay-home')
-	port = free_port()
-	log = home / 'server.log'
 	tokens = [arg for t in TOKENS.values() for arg in ('--auth-token', t)]
-	argv = [sys.executable, '-m', 'browser_use_mcp', '--transport', 'http', '--host', '127.0.0.1', '--port', str(port)]
-	with log.open('wb') as out:
-		proc = subprocess.Popen(
-			[*argv, '--tools', 'all', *tokens],
-			env=server_env(home),
-			cwd=REPO,
-			stdin=subprocess.DEVNULL,
-			stdout=out,
-			stderr=subprocess.STDOUT,
-		)
-	srv = HttpServer(proc, port, home, log)
-	try:
-		if not wait_until(lambda: f':{port}/mcp' in srv.log_text() or proc.poll() is not None, timeout=90):
-			raise RuntimeError('HTTP server did not start:\n' + srv.log_text())
-		assert proc.poll() is None, srv.log_text()
+	with http_server(home, '--tools', 'all', *tokens) as srv:
 		yield srv
-	finally:
-		stop(srv)
 
 
 def gauge(text: str, name: str) -> float:
