@@ -398,7 +398,7 @@ class ContextLink:
 				self._send_own('Target.attachToTarget', {'targetId': target, 'flatten': True})
 			)
 			self._attaching[target] = task
-			task.add_done_callback(lambda t, k=target: self._attaching.pop(k, None) and None)
+			task.add_done_callback(lambda _t, k=target: self._attaching.pop(k, None))
 		with contextlib.suppress(Exception):
 			await asyncio.shield(task)
 

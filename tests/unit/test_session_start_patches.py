@@ -5,6 +5,7 @@ answers are the dependency's own; the counts without the patch show what the tes
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 from collections.abc import Iterator
@@ -16,25 +17,15 @@ from pydantic import BaseModel, PrivateAttr
 
 from browser_use_mcp import patches
 from browser_use_mcp.patches import factory_signatures, profile_paths
+from tests.fixtures import patches_active, patches_reverted
 
 
 @pytest.fixture
 def toggled() -> Iterator[Any]:
-	"""``toggled(patch, on)``: the patch on or off for the test; afterwards as it was."""
-	before: dict[str, patches.Status | None] = {}
-
-	def toggle(patch: patches.Patch, on: bool) -> None:
-		before.setdefault(patch.name, patches.status_of(patch))
-		patches.revert(patch)
-		if on:
-			assert patches.apply(patch, enabled=True).state == 'active'
-
-	yield toggle
-	for name, status in before.items():
-		patch = {p.name: p for p in patches.all_patches()}[name]
-		patches.revert(patch)
-		if status is not None:
-			patches.apply(patch, enabled=status.state != 'off')
+	"""``toggled(patch, on)``: the patch on (``patches_active``) or off (``patches_reverted``) for the
+	test; afterwards as it was."""
+	with contextlib.ExitStack() as stack:
+		yield lambda patch, on: stack.enter_context(patches_active(patch) if on else patches_reverted(patch))
 
 
 # -- profile_paths -------------------------------------------------------------------------------
