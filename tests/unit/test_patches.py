@@ -99,6 +99,82 @@ def test_a_pin_hashes_the_same_source_inspect_sees(target: str, pristine: None) 
 	assert patches.digest(target) == patches.source_digest(patches.resolve(target))
 
 
+# Shapes a pinned definition can take that indentation alone would delimit wrongly or not at all;
+# the pins' digests must be of exactly what ``inspect`` gives for each.
+BLOCK_SHAPES = """\
+import functools
+
+
+def one_liner(): return 1
+# a comment at column 0 after it
+
+
+@functools.cache
+def decorated(a,
+		b):
+	return a + b
+	# a trailing comment at the body's depth: inspect keeps it
+# one at column 0: inspect leaves it
+
+
+def script():
+	code = \"\"\"
+function f() {
+	return 1;
+}
+\"\"\"
+	return code
+
+
+class Holder:
+	def method(self):
+		text = \"\"\"
+not indented at all
+\"\"\"
+		return text
+
+	async def closing_bracket(
+		self,
+	):
+		return [
+	1,
+]
+
+	# a comment between methods
+
+	def last(self):
+		return (
+			1
+		)
+
+
+def after(): ...
+"""
+
+
+@pytest.mark.parametrize(
+	'qualname', ['one_liner', 'decorated', 'script', 'Holder', 'Holder.method', 'Holder.closing_bracket', 'Holder.last', 'after']
+)
+def test_a_definition_is_delimited_as_inspect_does(qualname: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+	"""Indentation finds a block's end, a parse checks it: a string or brackets at a shallower
+	indentation, decorators, comments after the body and a one-line definition give the text
+	``inspect.getsource`` gives."""
+	import importlib
+	import inspect
+
+	(tmp_path / 'pin_shapes.py').write_text(BLOCK_SHAPES)
+	monkeypatch.syspath_prepend(str(tmp_path))
+	module = importlib.import_module('pin_shapes')
+	obj: Any = module
+	for part in qualname.split('.'):
+		obj = getattr(obj, part)
+	try:
+		assert patches.target_source(f'pin_shapes:{qualname}') == inspect.getsource(obj)
+	finally:
+		del __import__('sys').modules['pin_shapes']
+		patches._outlines.pop(str(tmp_path / 'pin_shapes.py'), None)
+
+
 # -- apply, revert, refuse, off ------------------------------------------------------------------
 
 

@@ -48,8 +48,9 @@ def test_preflight_names_an_endpoint_that_does_not_answer(tmp_path: Path) -> Non
 FREEZE_PROBE = """
 import gc, json
 import browser_use_mcp.server
-from browser_use_mcp.runtime import freeze_startup_heap
+from browser_use_mcp.runtime import freeze_startup_heap, import_state_path
 tracked = len(gc.get_objects())
+import_state_path()
 frozen = freeze_startup_heap()
 print(json.dumps({'tracked': tracked, 'frozen': frozen, 'after': len(gc.get_objects()), 'again': freeze_startup_heap(),
                   'dom': 'browser_use.dom.service' in __import__('sys').modules}))
