@@ -12,7 +12,8 @@ benchmarks.corpus --setup``), clicking its first button. With ``--think S`` (and
 page each agent instead loops *read, change the page (``browser_evaluate`` sets an attribute every
 walk sees), think S s*, as an agent does, against a server that builds the state ahead while it
 thinks and one that does not (``BROWSER_USE_MCP_BUILD_AHEAD=0``): the reads' p50/p99 side by side.
-Figures only: nothing passes or fails.
+With ``--off PATCH[,PATCH]`` (``--rounds N``), ours on the test site also runs with those patches
+switched off, alternating with the server as shipped. Figures only: nothing passes or fails.
 """
 
 from __future__ import annotations
@@ -89,11 +90,24 @@ async def _thinking_agent(srv: Server, sid: str, think: float, until: float, run
 
 
 async def ours(
-	agents: int, seconds: float, url: str, page: str, label: str | None, think: float | None = None, ahead: bool = True
+	agents: int,
+	seconds: float,
+	url: str,
+	page: str,
+	label: str | None,
+	think: float | None = None,
+	ahead: bool = True,
+	off: str | None = None,
 ) -> Run:
 	who = 'ours (contexts)' if think is None else f'ours, think {think:g} s, {"built ahead" if ahead else "not built ahead"}'
+	if off:
+		who += f', without {off}'
 	run = Run(who, page, agents, seconds)
 	env = None if ahead else {'BROWSER_USE_MCP_BUILD_AHEAD': '0'}
+	if off:
+		from benchmarks.browser_cpu import patches_off
+
+		env = {**(env or {}), **patches_off(off)}
 	async with server('ours', '--isolation', 'context', '--max-sessions', str(agents + 4), env_extra=env) as srv:
 		ids = [f'sustained-{i}' for i in range(agents)]
 		await asyncio.gather(*(srv.ok('browser_navigate', session_id=sid, url=url) for sid in ids))
@@ -126,7 +140,7 @@ async def peer(kind: str, agents: int, seconds: float, url: str) -> Run:
 
 
 async def bench(
-	agents: int, seconds: float, peers: bool, corpus: bool, think: float | None = None
+	agents: int, seconds: float, peers: bool, corpus: bool, think: float | None = None, off: str | None = None, rounds: int = 1
 ) -> tuple[list[Run], list[str]]:
 	from benchmarks.peers import KINDS, peer_available
 	from harness.pages import PageServer
@@ -134,7 +148,10 @@ async def bench(
 	runs: list[Run] = []
 	notes: list[str] = []
 	with PageServer() as site:
-		runs.append(await ours(agents, seconds, f'{site.url}/', 'test site home', BUTTON))
+		for i in range(rounds):  # with --off: as shipped and without the patches, alternating
+			pair = (None, off) if i % 2 == 0 else (off, None)
+			for without in pair if off else (None,):
+				runs.append(await ours(agents, seconds, f'{site.url}/', 'test site home', BUTTON, off=without))
 		for kind in KINDS if peers else ():
 			why = await peer_available(kind)
 			if why is not None:
@@ -178,10 +195,20 @@ def main() -> None:
 		type=float,
 		help='with --corpus: also read, change, think this many s on the corpus page, built ahead and not',
 	)
+	parser.add_argument(
+		'--off',
+		metavar='PATCH[,PATCH]',
+		help='ours on the test site also with these patches switched off (their environment switches), alternating',
+	)
+	parser.add_argument('--rounds', type=int, default=1, help='with --off: runs of each (default 1)')
 	args = parser.parse_args()
+	if args.off:
+		from benchmarks.browser_cpu import patches_off
+
+		patches_off(args.off)  # an unknown name stops here, before any server starts
 
 	async def run() -> None:
-		runs, notes = await bench(args.agents, args.seconds, not args.no_peers, args.corpus, args.think)
+		runs, notes = await bench(args.agents, args.seconds, not args.no_peers, args.corpus, args.think, args.off, args.rounds)
 		print(show(runs, notes))
 
 	run_in_scratch_home('bench-sustained-', run)

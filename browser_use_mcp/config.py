@@ -115,6 +115,7 @@ class ServerConfig:
 	state_dir: Path = field(default_factory=default_state_dir)
 	# patches (browser_use_mcp/patches): each one's off switch
 	parallel_event_buses: bool = True
+	bus_text: bool = True  # an event bus's text (bubus's debug lines, task names) made without walking its history
 	fast_actions: bool = True  # clicks and go-back wait for the page, not for fixed sleeps
 	lazy_cloud_client: bool = True  # sessions build no HTTP client for browser-use's cloud API until used
 	profile_paths: bool = True  # a session's profile looks up browser-use's default profile directory once
@@ -257,6 +258,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'grid_timeout': (f'{ENV_PREFIX}GRID_TIMEOUT', _float),
 	'grid_default_session': (f'{ENV_PREFIX}GRID_DEFAULT_SESSION', str),
 	'parallel_event_buses': (f'{ENV_PREFIX}PARALLEL_EVENT_BUSES', _truthy),
+	'bus_text': (f'{ENV_PREFIX}BUS_TEXT', _truthy),
 	'fast_actions': (f'{ENV_PREFIX}FAST_ACTIONS', _truthy),
 	'lazy_cloud_client': (f'{ENV_PREFIX}LAZY_CLOUD_CLIENT', _truthy),
 	'profile_paths': (f'{ENV_PREFIX}PROFILE_PATHS', _truthy),

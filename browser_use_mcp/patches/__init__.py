@@ -50,6 +50,7 @@ State = Literal['active', 'off', 'refused']
 # In the order apply_all applies them.
 PATCH_MODULES = (
 	'bus_locks',
+	'bus_text',
 	'click_settle',
 	'lazy_cloud_client',
 	'profile_paths',

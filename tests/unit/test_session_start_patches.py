@@ -189,3 +189,48 @@ def test_models_read_each_factorys_signature_once(on: bool, toggled: Any, monkey
 		assert len(reads) <= 3  # at most once per factory (an earlier test may have asked already)
 	else:
 		assert len(reads) >= 5 * 3  # pydantic's own: each factory at least once per model built
+
+
+# -- bus_text --------------------------------------------------------------------------------------
+
+
+class _Unwalkable(dict):
+	"""An event history that fails when walked, as ``events_pending`` and the others walk it."""
+
+	def values(self) -> Any:
+		raise AssertionError('the event history was walked')
+
+
+@pytest.mark.parametrize('on', [True, False])
+async def test_a_bus_text_does_not_walk_its_event_history(on: bool, toggled: Any) -> None:
+	from bubus import BaseEvent, EventBus
+
+	from browser_use_mcp.patches import bus_text
+
+	toggled(bus_text.PATCH, on)
+
+	class Ping(BaseEvent[None]):
+		pass
+
+	bus = EventBus(name='TextBus')
+	bus.on(Ping, lambda event: None)
+	try:
+		await bus.dispatch(Ping())
+		assert len(bus.event_history) == 1
+		if on:
+			assert str(bus) == repr(bus) == 'TextBus🟢(➡️ 1 👂)'
+			history, bus.event_history = bus.event_history, _Unwalkable(bus.event_history)
+			try:
+				assert 'TextBus' in str(bus) and 'TextBus' in f'{bus}'
+			finally:
+				bus.event_history = history
+		else:
+			assert str(bus).startswith('TextBus🟢(⏳ 0 | ▶️ 0 | ✅ 1 ➡️ 1 👂)')  # bubus's own, counts and all
+			history, bus.event_history = bus.event_history, _Unwalkable(bus.event_history)
+			try:
+				with pytest.raises(AssertionError, match='walked'):
+					str(bus)
+			finally:
+				bus.event_history = history
+	finally:
+		await bus.stop(clear=True)
