@@ -9,6 +9,7 @@ Everything stays on loopback: attackers connect from 127.0.0.2-127.0.0.5 (Linux 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import resource
 import select
@@ -106,13 +107,11 @@ async def test_idle_and_half_header_connections_neither_starve_a_client_nor_floo
 			# each address keeps --max-connections-per-client (100); the rest were answered 429 and closed
 			assert attack_connections(server) <= 100 * len(ATTACKERS)
 			assert wait_until(lambda: attack_connections(server) == 0, timeout=10), 'idle connections outlived --header-timeout'
-			refused = 0
-			for sock in socks:
-				with contextlib.suppress(OSError):
-					sock.settimeout(0.01)
-					refused += sock.recv(64).startswith(b'HTTP/1.1 429')
-			# (a refused connection that had sent bytes may see a reset before the answer)
-			assert refused >= 0.9 * (4000 - 100 * len(ATTACKERS)), f'only {refused} got a 429'
+			ends = collections.Counter(_end_of(sock) for sock in socks)
+			assert ends['open'] == 0, f'connections the server never closed: {ends}'
+			# a refused connection that had sent bytes may see a reset before the answer: how many
+			# do depends on the machine's load (3,238 of 3,600 answered once in CI, 90 % most runs)
+			assert ends['429'] >= 0.8 * (4000 - 100 * len(ATTACKERS)), f'too few got a 429: {ends}'
 		finally:
 			for sock in socks:
 				sock.close()
@@ -120,6 +119,21 @@ async def test_idle_and_half_header_connections_neither_starve_a_client_nor_floo
 		assert size < 64 * 1024, f'the log grew to {size} bytes:\n{server.log_text()[-2000:]}'
 		assert 'out of system resource' not in server.log_text()
 		assert server.log_text().count('Invalid HTTP request received') <= 2, 'one line per 10 s, not one per request'
+
+
+def _end_of(sock: socket.socket) -> str:
+	"""How the server ended an attacking connection: ``429`` (refused with an answer), ``reset``,
+	``closed`` (no answer), ``other`` (another answer), or ``open`` (not ended at all)."""
+	sock.settimeout(0.01)
+	try:
+		data = sock.recv(64)
+	except TimeoutError:
+		return 'open'
+	except OSError:
+		return 'reset'
+	if data.startswith(b'HTTP/1.1 429'):
+		return '429'
+	return 'closed' if data == b'' else 'other'
 
 
 async def test_over_the_connection_cap_a_client_gets_503(tmp_path: Path) -> None:
