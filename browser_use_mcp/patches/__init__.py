@@ -175,13 +175,12 @@ def target_source(target: str) -> str:
 	outline = _outline(spec.origin)
 	lines = outline.lines
 	first, last, indent = 0, len(lines), ''  # the enclosing block's lines, and its body's indentation
-	exact = True  # whether [first, last) is known to be the whole enclosing block
-	enclosing_start, enclosing_indent = 0, ''  # where that block's definition starts, at which depth
+	enclosing: tuple[int, str] | None = None  # the enclosing definition's first line and depth (None: the module)
 	parts = qualname.split('.')
 	for depth, name in enumerate(parts):
 		found = _last_definition(outline, name, indent, first, last)
-		if found is None and not exact:  # a string or brackets at a shallower depth cut the class short
-			last = enclosing_start + len(_block(lines, enclosing_start, first - 1, enclosing_indent))
+		if found is None and enclosing is not None:  # a string or brackets at a shallower depth cut the class short
+			last = enclosing[0] + len(_block(lines, enclosing[0], first - 1, enclosing[1]))
 			found = _last_definition(outline, name, indent, first, last)
 		if found is None:
 			raise AttributeError(f'{target}: {name} not found')
@@ -190,8 +189,8 @@ def target_source(target: str) -> str:
 			start -= 1
 		if depth == len(parts) - 1:
 			return ''.join(_block(lines, start, found, indent))
-		enclosing_start, enclosing_indent = start, indent
-		first, exact = found + 1, False
+		enclosing = (start, indent)
+		first = found + 1
 		if indent:  # nested deeper than a top-level class: delimit by indentation
 			last = next((i for i in range(first, last) if _ends_block(lines[i], indent)), last)
 		else:
@@ -258,10 +257,6 @@ def _one_definition(source: str, indent: str) -> ast.FunctionDef | ast.AsyncFunc
 	if len(body) == 1 and isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
 		return body[0]
 	return None
-
-
-def _lead(line: str) -> str:
-	return line[: len(line) - len(line.lstrip())]
 
 
 def _ends_block(line: str, indent: str) -> bool:
