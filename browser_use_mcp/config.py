@@ -116,6 +116,7 @@ class ServerConfig:
 	# patches (browser_use_mcp/patches): each one's off switch
 	parallel_event_buses: bool = True
 	bus_text: bool = True  # an event bus's text (bubus's debug lines, task names) made without walking its history
+	quirks_viewport: bool = True  # a quirks-mode page's viewport is the body's, as browser-use reads the HTML element's
 	fast_actions: bool = True  # clicks and go-back wait for the page, not for fixed sleeps
 	lazy_cloud_client: bool = True  # sessions build no HTTP client for browser-use's cloud API until used
 	profile_paths: bool = True  # a session's profile looks up browser-use's default profile directory once
@@ -259,6 +260,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
 	'grid_default_session': (f'{ENV_PREFIX}GRID_DEFAULT_SESSION', str),
 	'parallel_event_buses': (f'{ENV_PREFIX}PARALLEL_EVENT_BUSES', _truthy),
 	'bus_text': (f'{ENV_PREFIX}BUS_TEXT', _truthy),
+	'quirks_viewport': (f'{ENV_PREFIX}QUIRKS_VIEWPORT', _truthy),
 	'fast_actions': (f'{ENV_PREFIX}FAST_ACTIONS', _truthy),
 	'lazy_cloud_client': (f'{ENV_PREFIX}LAZY_CLOUD_CLIENT', _truthy),
 	'profile_paths': (f'{ENV_PREFIX}PROFILE_PATHS', _truthy),

@@ -356,9 +356,10 @@ class RawServer:
 
 
 @contextlib.contextmanager
-def html_pages(pages: dict[str, str]) -> Iterator[str]:
+def html_pages(pages: dict[str, str], doctype: bool = True) -> Iterator[str]:
 	"""Serve ``pages`` (path -> body HTML, each wrapped in a page titled with its path) on 127.0.0.1;
-	yields the base URL. Any other path is a 404."""
+	yields the base URL. Any other path is a 404. ``doctype=False``: without one (quirks mode)."""
+	head = '<!doctype html>' if doctype else ''
 
 	class Pages(BaseHTTPRequestHandler):
 		def log_message(self, *args: object) -> None:
@@ -366,7 +367,7 @@ def html_pages(pages: dict[str, str]) -> Iterator[str]:
 
 		def do_GET(self) -> None:  # noqa: N802
 			body = pages.get(self.path.split('?')[0])
-			data = f'<!doctype html><html><head><meta charset="utf-8"><title>{self.path}</title></head><body>{body}</body></html>'
+			data = f'{head}<html><head><meta charset="utf-8"><title>{self.path}</title></head><body>{body}</body></html>'
 			self.send_response(200 if body is not None else 404)
 			self.send_header('Content-Type', 'text/html; charset=utf-8')
 			self.send_header('Cache-Control', 'no-store')

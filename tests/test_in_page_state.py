@@ -228,6 +228,70 @@ async def test_far_content_left_out_changes_nothing(catalog: Any, scrolled: int)
 		assert {'Top', 'Fixed', 'Placed'} <= listed and 'far link' not in listed, listed
 
 
+@pytest.mark.parametrize('corrected', [True, False])
+@pytest.mark.parametrize('scrolled', [0, 4200])
+async def test_a_quirks_mode_page_sees_its_viewport(catalog: Any, scrolled: int, corrected: bool) -> None:
+	"""A page without a doctype (quirks mode): browser-use reads the viewport from the HTML element,
+	which there is the whole document. With ``quirks_viewport`` the HTML element reads as its body
+	(the viewport's size and scroll offset in quirks mode), on both routes: the band is the viewport's
+	as on a standards-mode page, far content is left out of the walk, and the walk and the three trees
+	still say the same, element list and whole text. Off, both routes list the whole document as
+	browser-use does, wherever it is scrolled."""
+	from browser_use_mcp.patches import quirks_viewport
+	from harness.servers import html_pages
+	from tests.fixtures import patches_active, patches_reverted
+
+	with (
+		patches_active(quirks_viewport.PATCH) if corrected else patches_reverted(quirks_viewport.PATCH),
+		html_pages({'/far': FAR}, doctype=False) as url,
+	):
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/far')
+		mode = await call(
+			catalog, 'browser_evaluate', session_id='walk', expression=f'window.scrollTo(0, {scrolled}); document.compatMode'
+		)
+		assert 'BackCompat' in mode
+		(state,) = [s for s in catalog.sessions.sessions() if s.session_id == 'walk']
+		walked, trees, fell_back = await both_ways(catalog)
+		assert fell_back == {} and walked == trees
+		assert await serialized_text(state, True) == await serialized_text(state, False)
+		if corrected:
+			assert await left_out(state) > 0, 'the band is the viewport: far content is left out'
+	listed = {e['text'] for e in walked}
+	if not corrected:  # browser-use's reading: the whole document is in view
+		assert {'Top', 'Fixed', 'Placed', 'far link', 'far button', 'in frame'} <= listed, listed
+	elif scrolled:
+		assert {'Fixed', 'far link', 'far button', 'shadow far', 'in frame'} <= listed and 'Top' not in listed, listed
+	else:
+		assert {'Top', 'Fixed', 'Placed'} <= listed and 'far link' not in listed, listed
+
+
+# a quirks-mode document in a frame (a data: URL has no doctype here): its own viewport is the frame's
+QUIRKS_FRAME = (
+	'<iframe width=300 height=200 src="data:text/html,<button>frame top</button>'
+	"<div style='height:1500px'></div><button>frame deep</button>\"></iframe>"
+)
+
+
+@pytest.mark.parametrize('corrected', [True, False])
+async def test_a_quirks_mode_frame_sees_its_own_viewport(catalog: Any, corrected: bool) -> None:
+	"""A quirks-mode document in a frame (opaque origin: the state comes from the three trees), on a
+	standards-mode page: its band is the frame's viewport (200 px +- 1,000) with ``quirks_viewport``, its
+	whole document without."""
+	from browser_use_mcp.patches import quirks_viewport
+	from harness.servers import html_pages
+	from tests.fixtures import patches_active, patches_reverted
+
+	with (
+		patches_active(quirks_viewport.PATCH) if corrected else patches_reverted(quirks_viewport.PATCH),
+		html_pages({'/framed': QUIRKS_FRAME}) as url,
+	):
+		await call(catalog, 'browser_navigate', session_id='walk', url=f'{url}/framed')
+		state = json.loads(await call(catalog, 'browser_get_state', session_id='walk'))
+	listed = {e['text'] for e in state['interactive_elements']}
+	assert 'frame top' in listed, listed
+	assert ('frame deep' in listed) is not corrected, listed
+
+
 async def test_a_mid_sized_page_is_built_in_the_worker(catalog: Any, site: str, worker_jobs: list[Any]) -> None:
 	"""A walk's text is compact: a page of ~1,000 elements is ~150 KB of it and ~70 ms of build. From
 	``WALK_RAW_MIN`` on, the build runs in the page-state worker, never on the loop every session

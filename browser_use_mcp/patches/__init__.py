@@ -66,6 +66,7 @@ PATCH_MODULES = (
 	'early_page_info',
 	'paint_order_index',
 	'serializer_checks',
+	'quirks_viewport',
 	'offload_state',
 	'in_page_state',
 	'typing_keeps_focus',

@@ -245,6 +245,10 @@ async def read_all_trees(self: Any, target_id: str) -> Any:
 			f'⚠️ Limiting processing of {len(snapshot["documents"])} iframes on page to only first {self.max_iframes} to prevent crashes!'
 		)
 		snapshot['documents'] = snapshot['documents'][: self.max_iframes]
+	from browser_use_mcp.patches import quirks_viewport
+
+	if quirks_viewport.active:
+		quirks_viewport.fix_snapshot(snapshot, results['dom_tree'])
 	return TargetAllTrees(
 		snapshot=snapshot,
 		dom_tree=results['dom_tree'],

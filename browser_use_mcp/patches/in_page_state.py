@@ -45,7 +45,9 @@ What this does, for the states ``browser_get_state`` and ``include_state`` ask f
 Sameness: ``benchmarks.in_page_state --site`` and ``tests/test_in_page_state.py`` compare the state's
 text with browser-use's own pipeline, character for character, on the corpus and the test site.
 Intended differences: no paint-order filter (an element entirely hidden under an opaque one is
-listed), and the accessible name is not computed (browser-use's state text does not show it).
+listed), and the accessible name is not computed (browser-use's state text does not show it). On a
+quirks-mode page both routes take the viewport from the body element (``quirks_viewport``), where
+browser-use alone would count the whole document as in view.
 
 Falls back to the three trees (``offload_state``'s path) when the page has a frame whose document it
 cannot read (cross-origin: Chromium's trees have it, the page does not), more frames than
@@ -127,6 +129,8 @@ function () {
   const BAND = __BAND__, MARGIN = 200;  // browser-use's viewport threshold, and a margin for text overflowing its box
   const LEAVE_FAR = __LEAVE_FAR__;  // far content left out (below; false only in a benchmark)
   const bands = new Map();  // window -> its document's band
+  const QUIRKS = __QUIRKS__;  // quirks_viewport: a quirks-mode document's HTML element gets its body's rects
+  const viewports = new Map();  // HTML element -> the body whose client and scroll rects are the viewport's
   const unseen = new Set();  // elements without a box (their texts get none either)
   const parentBox = new Map();  // element -> its box when far outside the band, null when its texts need boxes
   let frames = 0;
@@ -140,10 +144,15 @@ function () {
     // browser-use's band, as it computes it: the HTML element's client height (the viewport, or in quirks
     // mode the whole document) +- 1000 px, after the HTML element's scroll offset (0 in quirks mode)
     // (its scroll offsets read once: nothing scrolls during the walk, and each read of a window's
-    // scrollX asks Chromium whether layout is clean: a quarter of the walk's own time on stdtypes)
+    // scrollX asks Chromium whether layout is clean: a quarter of the walk's own time on stdtypes).
+    // With QUIRKS, a quirks-mode document's HTML element reads as its body, whose client and scroll
+    // rects are the viewport's in that mode (CSSOM View), as the three trees are corrected
     if (root && view) {
+      const body = QUIRKS && doc.compatMode === 'BackCompat' && doc.body && doc.body.localName === 'body' ? doc.body : null;
+      if (body) viewports.set(root, body);
+      const port = body || root;
       const x = view.scrollX, y = view.scrollY;
-      bands.set(view, {shift: y - root.scrollTop, bottom: root.clientHeight + BAND, x, y});
+      bands.set(view, {shift: y - port.scrollTop, bottom: port.clientHeight + BAND, x, y});
     }
     if (parent >= 0) keepers++;
     rows.push([9, parent, frames++]);
@@ -208,8 +217,9 @@ function () {
       // content may reach back into the band
       const sized = cs === null || tag === 'html' || tag === 'iframe' || tag === 'frame' ||
         SCROLLS.has(cs.overflowX) || SCROLLS.has(cs.overflowY);
-      const cw = sized ? node.clientWidth : 0, ch = sized ? node.clientHeight : 0;
-      const sw = sized ? node.scrollWidth : 0, sh = sized ? node.scrollHeight : 0;
+      const port = (tag === 'html' && viewports.get(node)) || node;  // (a quirks-mode HTML element: its body)
+      const cw = sized ? port.clientWidth : 0, ch = sized ? port.clientHeight : 0;
+      const sw = sized ? port.scrollWidth : 0, sh = sized ? port.scrollHeight : 0;
       const overflows = sw > cw || sh > ch;
       if (b.bottom + band.shift < -BAND - MARGIN || b.top + band.shift > band.bottom + MARGIN) far = 1;
       else keepers++;
@@ -222,8 +232,8 @@ function () {
       // a document's HTML element and a frame; elsewhere they change nothing, and each read costs
       const rects = overflows || tag === 'html' || tag === 'iframe' || tag === 'frame';
       row.push(1, b.x + band.x, b.y + band.y, b.width, b.height, styles,
-        rects ? [node.clientLeft, node.clientTop, cw, ch] : null,
-        rects ? [node.scrollLeft, node.scrollTop, sw, sh] : null, scrolls ? 1 : 0);
+        rects ? [port.clientLeft, port.clientTop, cw, ch] : null,
+        rects ? [port.scrollLeft, port.scrollTop, sw, sh] : null, scrolls ? 1 : 0);
     } else {
       row.push(0);
     }
@@ -650,11 +660,17 @@ def walk_script(threshold: int | None, most_frames: int, leave_far: bool = True)
 	return f'({walk_function(threshold, most_frames, leave_far)}).call({MEMO})'
 
 
-@functools.lru_cache(maxsize=8)
 def walk_function(threshold: int | None, most_frames: int, leave_far: bool = True) -> str:
 	"""The walk, a function called on its memo (``MEMO``), for browser-use's viewport threshold (None:
-	no band, every box and style read) and its ``max_iframes``; made once per pair.
-	``leave_far=False`` keeps far content (benchmarks)."""
+	no band, every box and style read) and its ``max_iframes``; made once per pair (and per state of
+	the ``quirks_viewport`` patch). ``leave_far=False`` keeps far content (benchmarks)."""
+	from browser_use_mcp.patches import quirks_viewport
+
+	return _walk_function(threshold, most_frames, leave_far, quirks_viewport.active)
+
+
+@functools.lru_cache(maxsize=8)
+def _walk_function(threshold: int | None, most_frames: int, leave_far: bool, quirks: bool) -> str:
 	from browser_use.dom import service as module
 
 	from browser_use_mcp.patches.dom_capture import CLICK_EVENTS, HEAVY_PAGE
@@ -667,6 +683,7 @@ def walk_function(threshold: int | None, most_frames: int, leave_far: bool = Tru
 		.replace('__BAND__', 'Infinity' if threshold is None else str(int(threshold)))
 		.replace('__FRAMES__', str(int(most_frames)))
 		.replace('__LEAVE_FAR__', 'true' if leave_far else 'false')
+		.replace('__QUIRKS__', 'true' if quirks else 'false')
 	)
 
 

@@ -73,7 +73,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, TypedDict
 
-from browser_use_mcp.patches import Patch, Saved, is_active, pin_problems
+from browser_use_mcp.patches import Patch, Saved, is_active, pin_problems, quirks_viewport
 from browser_use_mcp.processes import yield_to_the_server
 
 logger = logging.getLogger(__name__)
@@ -205,6 +205,7 @@ class Job:
 	listener_ids: set[int]
 	settings: dict[str, Any]  # DomService's options
 	collector_off: bool = True  # built without the cyclic collector (``FAST``)
+	quirks: bool = False  # quirks_viewport: quirks-mode documents' HTML elements get their bodies' rects
 
 
 @dataclasses.dataclass
@@ -452,9 +453,14 @@ def _build(job: Job, garbage: list[Any]) -> Built:
 	ax_nodes: list[Any] = []
 	for ax_tree in job.ax_trees:
 		ax_nodes.extend(_answer(ax_tree, ax=True).get('nodes', []))
+	dom_tree = _answer(job.dom_tree)
+	if job.quirks:
+		from browser_use_mcp.patches.quirks_viewport import fix_snapshot
+
+		fix_snapshot(snapshot, dom_tree)
 	trees = TargetAllTrees(
 		snapshot=snapshot,
-		dom_tree=_answer(job.dom_tree),
+		dom_tree=dom_tree,
 		ax_tree={'nodes': ax_nodes},
 		device_pixel_ratio=job.device_pixel_ratio,
 		cdp_timing={},
@@ -827,6 +833,7 @@ async def _offloaded(service: Any) -> Any:
 		device_pixel_ratio=trees.device_pixel_ratio,
 		listener_ids=trees.listener_ids,
 		collector_off=FAST,
+		quirks=quirks_viewport.active,
 		settings={
 			'cross_origin_iframes': service.cross_origin_iframes,
 			'paint_order_filtering': service.paint_order_filtering,
