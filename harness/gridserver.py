@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 from types import TracebackType
 
 import psutil
+
+from harness.httpserver import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 # another Chromium and its matching driver (e.g. an older release unpacked beside the system one)
@@ -64,12 +65,6 @@ def grid_jar() -> str:
 	if isinstance(_jar, RuntimeError):
 		raise _jar
 	return _jar
-
-
-def _free_port() -> int:
-	with socket.socket() as s:
-		s.bind(('127.0.0.1', 0))
-		return s.getsockname()[1]
 
 
 class GridServer:
@@ -147,7 +142,7 @@ session-request-timeout = {self.session_request_timeout}
 	def start(self) -> GridServer:
 		jar = grid_jar()
 		self.tmp_dir.mkdir(parents=True, exist_ok=True)
-		self.port = _free_port()
+		self.port = free_port()  # (below the ephemeral range: see there)
 		self.config_path.write_text(self.config())
 		# TMPDIR/java.io.tmpdir keep chromedriver's profiles and the managed downloads inside tmp_dir
 		env = {k: v for k, v in os.environ.items() if not k.lower().endswith('_proxy')} | {'TMPDIR': str(self.tmp_dir)}

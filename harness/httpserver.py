@@ -9,6 +9,7 @@ benchmark may pass as ``--auth-token``.
 from __future__ import annotations
 
 import contextlib
+import random
 import signal
 import socket
 import subprocess
@@ -64,7 +65,32 @@ class HttpServer:
 PORT_ATTEMPTS = 3  # a server whose port was taken before it could bind it is started again on another
 
 
+LOWEST_PORT = 10000  # free_port picks from here up to the ephemeral range
+
+
+def _ephemeral_start() -> int:
+	"""The first port of the range the kernel picks outgoing connections' local ports from."""
+	try:
+		return int(Path('/proc/sys/net/ipv4/ip_local_port_range').read_text().split()[0])
+	except (OSError, ValueError, IndexError):
+		return 32768
+
+
 def free_port() -> int:
+	"""A loopback port that was free a moment ago, for a server the test starts on it. Picked below the
+	ephemeral range, where no outgoing connection is given its local port: a port from that range (what
+	binding port 0 returns) can be taken by any connection made before the server binds it. Another
+	test may still pick the same one; ``http_server`` starts again on another port then."""
+	top = _ephemeral_start()
+	if top - LOWEST_PORT >= 1000:
+		for _ in range(20):
+			port = random.randrange(LOWEST_PORT, top)
+			with socket.socket() as sock:
+				try:
+					sock.bind(('127.0.0.1', port))
+				except OSError:
+					continue
+				return port
 	with socket.socket() as sock:
 		sock.bind(('127.0.0.1', 0))
 		return sock.getsockname()[1]

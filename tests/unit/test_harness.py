@@ -58,3 +58,19 @@ def test_the_wheel_packages_only_browser_use_mcp() -> None:
 	assert any(fnmatch.fnmatch('browser_use_mcp.tools', pattern) for pattern in include)
 	for name in ('harness', 'harness.fakes', 'tests', 'tests.unit', 'benchmarks', 'scripts'):
 		assert not any(fnmatch.fnmatch(name, pattern) for pattern in include), f'{name} would ship in the wheel'
+
+
+def test_a_free_port_lies_below_the_ephemeral_range_and_binds() -> None:
+	"""No outgoing connection can be given a port below the ephemeral range as its local port, so the
+	port a test starts a server on cannot be taken that way before the server binds it."""
+	import socket
+
+	from harness.httpserver import LOWEST_PORT, _ephemeral_start, free_port
+
+	top = _ephemeral_start()
+	ports = {free_port() for _ in range(20)}
+	assert all(LOWEST_PORT <= p < top for p in ports), (sorted(ports), top)
+	assert len(ports) > 1, 'picked at random, not one fixed port'
+	for port in ports:
+		with socket.socket() as sock:
+			sock.bind(('127.0.0.1', port))
