@@ -13,8 +13,9 @@ SessionRegistry through the catalogue in process (no MCP transport), with the co
    beside a heavy one (get_state in a loop on the corpus's biggest page), with a loop-lag probe (a
    task that sleeps 5 ms in a loop and records how late it wakes): light p50/max alone and beside
    heavy, lag p50/p99/max, for the patches on and off. The light session's windows alone, beside
-   two CPU spinners at the lowest priority (the machine's own floor: what the other cores' load
-   costs whatever runs there) and beside the heavy session alternate (2.5 s each).
+   one and beside two CPU spinners at the lowest priority (the machine's own floor: what load on
+   the other cores costs whatever runs there; one spinner is the fair floor for one heavy session,
+   whose walk keeps one core busy) and beside the heavy session alternate (2.5 s each).
 
 Figures only: nothing here passes or fails.
 """
@@ -286,13 +287,15 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 			finally:
 				idle.set()
 
-	# Alone, beside the heavy session, and beside two CPU spinners at the lowest priority the system
-	# gives (their own autogroup at niceness 19: what no scheduling of ours can do better than) in
-	# alternating windows, so that a drift of the machine's speed over the run (other tenants of the
-	# host) falls on all three alike rather than on one phase.
+	# Alone, beside the heavy session, and beside one and two CPU spinners at the lowest priority the
+	# system gives (their own autogroup at niceness 19: what no scheduling of ours can do better than)
+	# in alternating windows, so that a drift of the machine's speed over the run (other tenants of
+	# the host) falls on all four alike rather than on one phase.
 	await light_loop(time.perf_counter() + 1.0)  # warm
 	heavy = asyncio.ensure_future(heavy_loop())
-	phases: dict[str, tuple[list[float], list[float], list[float]]] = {k: ([], [], []) for k in ('alone', 'heavy', 'spin')}
+	phases: dict[str, tuple[list[float], list[float], list[float]]] = {
+		k: ([], [], []) for k in ('alone', 'heavy', 'spin', 'spin1')
+	}
 
 	async def window(phase: str) -> None:
 		with LagProbe() as probe:
@@ -302,12 +305,20 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 		phases[phase][2].extend(probe.lags)
 
 	windows = max(1, round(seconds / WINDOW))
-	with spinners(2, lowest=True, stopped=True) as spin, contextlib.ExitStack() as stack:
+	with (
+		spinners(2, lowest=True, stopped=True) as spin,
+		spinners(1, lowest=True, stopped=True) as spin1,
+		contextlib.ExitStack() as stack,
+	):
 		sampler = stack.enter_context(StallSampler()) if _where else None
 		for _ in range(windows):
 			go.clear()
 			await idle.wait()  # the heavy session's call in flight has ended
 			await window('alone')
+			spin1.resume()
+			await asyncio.sleep(0.2)
+			await window('spin1')
+			spin1.pause()
 			spin.resume()
 			await asyncio.sleep(0.2)
 			await window('spin')
@@ -324,6 +335,7 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 	nav_alone, state_alone, alone_lags = phases['alone']
 	nav_beside, state_beside, beside_lags = phases['heavy']
 	nav_spin, state_spin, _ = phases['spin']
+	nav_spin1, state_spin1, _ = phases['spin1']
 	return {
 		'navigate p50 alone': statistics.median(nav_alone),
 		'navigate p50 beside heavy': statistics.median(nav_beside),
@@ -333,6 +345,8 @@ async def stalls(catalog: Any, light_url: str, heavy_url: str, seconds: float, o
 		'get_state p50 beside heavy': statistics.median(state_beside),
 		'get_state max alone': max(state_alone),
 		'get_state max beside heavy': max(state_beside),
+		'navigate p50 beside 1 idle-priority spinner': statistics.median(nav_spin1),
+		'get_state p50 beside 1 idle-priority spinner': statistics.median(state_spin1),
 		'navigate p50 beside 2 idle-priority spinners': statistics.median(nav_spin),
 		'get_state p50 beside 2 idle-priority spinners': statistics.median(state_spin),
 		'loop lag p50 alone': percentile(alone_lags, 0.5),
