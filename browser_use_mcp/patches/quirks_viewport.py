@@ -39,13 +39,17 @@ _SERVICE = 'browser_use.dom.service:DomService'
 active = False  # applied: both routes give a quirks-mode document's HTML element the body's rects
 
 
-def quirks_documents(dom_tree: dict[str, Any]) -> set[int]:
+def quirks_documents(dom_tree: dict[str, Any], frames: bool = True) -> set[int]:
 	"""Backend node ids of the documents ``DOM.getDocument`` (depth -1, pierced) says are in quirks
-	mode. Documents are the root and frames' content documents: only elements with a content
-	document or shadow roots are looked into beyond their children."""
+	mode: the root document and, with ``frames``, frames' content documents (found by a walk of the
+	whole tree; without frames the root is all there is to look at)."""
 	found: set[int] = set()
 	root = dom_tree.get('root') if isinstance(dom_tree, dict) else None
 	if not root:
+		return found
+	if not frames:
+		if root.get('nodeType') == 9 and root.get('compatibilityMode') == 'QuirksMode':
+			found.add(root.get('backendNodeId'))
 		return found
 	stack = [root]
 	while stack:
@@ -71,7 +75,7 @@ def fix_snapshot(snapshot: dict[str, Any], dom_tree: dict[str, Any]) -> int:
 	documents = snapshot.get('documents') if isinstance(snapshot, dict) else None
 	if not documents:
 		return 0
-	quirks = quirks_documents(dom_tree)
+	quirks = quirks_documents(dom_tree, frames=len(documents) > 1)
 	if not quirks:
 		return 0
 	strings = snapshot.get('strings') or []
