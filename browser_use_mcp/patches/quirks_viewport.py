@@ -47,15 +47,13 @@ def quirks_documents(dom_tree: dict[str, Any], frames: bool = True) -> set[int]:
 	root = dom_tree.get('root') if isinstance(dom_tree, dict) else None
 	if not root:
 		return found
-	if not frames:
-		if root.get('nodeType') == 9 and root.get('compatibilityMode') == 'QuirksMode':
-			found.add(root.get('backendNodeId'))
-		return found
 	stack = [root]
 	while stack:
 		node = stack.pop()
 		if node.get('nodeType') == 9 and node.get('compatibilityMode') == 'QuirksMode':
 			found.add(node.get('backendNodeId'))
+		if not frames:  # the root was all there is to look at
+			break
 		children = node.get('children')
 		if children:
 			stack.extend(children)
