@@ -26,7 +26,6 @@ import asyncio
 import base64
 import io
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -37,8 +36,9 @@ from cdp_use import CDPClient
 from PIL import Image
 
 from browser_use_mcp.browser import find_chromium
+from harness.servers import user_chromium
 
-ARGS = ['--no-sandbox', '--proxy-server=http://127.0.0.1:9', '--disable-gpu', '--no-zygote']
+ARGS = ['--disable-gpu', '--no-zygote']  # user_chromium adds --no-sandbox and a dead proxy
 PAGE = 'data:text/html,' + (
 	'<!doctype html><title>shop</title><h1>Shop</h1>'
 	+ ''.join(f'<p>Paragraph {i} with <a href="%23{i}">link {i}</a> and some text.</p>' for i in range(30))
@@ -117,22 +117,11 @@ async def run(rounds: int, per_round: int) -> dict[str, dict[str, list[float]]]:
 	out: dict[str, dict[str, list[float]]] = {
 		w: {'commands': [], 'frame': [], 'changed': [], 'browser': [], 'renderer': []} for w in WAYS
 	}
-	with tempfile.TemporaryDirectory(prefix='frame-cost-') as profile:
-		proc = await asyncio.create_subprocess_exec(
-			executable,
-			*ARGS,
-			f'--user-data-dir={profile}',
-			'--remote-debugging-port=0',
-			'about:blank',
-			stdout=subprocess.DEVNULL,
-			stderr=subprocess.DEVNULL,
-		)
-		try:
-			active = Path(profile) / 'DevToolsActivePort'
-			while not active.exists() or len(active.read_text().split()) < 2:
-				await asyncio.sleep(0.05)
-			port, path = active.read_text().split()[:2]
-			client = CDPClient(f'ws://127.0.0.1:{port}{path}')
+	with tempfile.TemporaryDirectory(prefix='frame-cost-') as home:
+		profile = Path(home) / 'profile'
+		with user_chromium(profile, *ARGS, executable=executable) as (address, proc):
+			path = (profile / 'DevToolsActivePort').read_text().split()[1]
+			client = CDPClient(address.replace('http://', 'ws://', 1) + path)
 			await client.start()
 			try:
 				frames: list[tuple[float, str]] = []
@@ -167,9 +156,6 @@ async def run(rounds: int, per_round: int) -> dict[str, dict[str, list[float]]]:
 							out[name]['renderer'].append((cpu_ticks(renderer) - renderer_before) * TICK_MS)
 			finally:
 				await client.stop()
-		finally:
-			proc.kill()
-			await proc.wait()
 	return out
 
 

@@ -175,12 +175,19 @@ async def running_server(home: Path, *args: str, env: dict[str, str] | None = No
 
 
 @contextlib.contextmanager
-def user_chromium(profile: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def user_chromium(profile: Path, *args: str, executable: str | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 	"""A headless Chromium started as a user would (remote debugging on, its own profile), with
-	an about:blank tab: (its http://127.0.0.1:port CDP address, the process). Always killed."""
+	an about:blank tab: (its http://127.0.0.1:port CDP address, the process). Always killed.
+	``executable``: another build than the system's Chromium (the headless shell, for a benchmark)."""
 	from browser_use_mcp.browser import find_chromium
 
-	argv = [find_chromium() or 'chromium', '--headless=new', '--no-sandbox', BLACKHOLE_PROXY, f'--user-data-dir={profile}']
+	argv = [
+		executable or find_chromium() or 'chromium',
+		'--headless=new',
+		'--no-sandbox',
+		BLACKHOLE_PROXY,
+		f'--user-data-dir={profile}',
+	]
 	argv += ['--remote-debugging-port=0', '--no-first-run', *args, 'about:blank']
 	proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 	try:
