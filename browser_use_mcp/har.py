@@ -9,8 +9,13 @@ with a comment saying so. Credentials are not kept: ``Authorization``, ``Cookie`
 ``Set-Cookie`` values (and their proxy variants) become ``***``, as do a URL's user:password@
 and token-like query values (tools/debug.py's rules, as the network tool shows them).
 
+Pages: each document a tab's main frame loads is a page of the log (its URL as title, redacted as
+above), timed by that tab's ``Page.domContentEventFired`` and ``Page.loadEventFired``; every request
+a tab makes after a page began is that page's (``pageref``), so HAR viewers group and time them by
+page. A tab's main frame is told by its frame id, which Chromium gives the tab's target.
+
 Bounded: at most ``ENTRY_CAP`` entries (the oldest are dropped and counted in the log's comment),
-at most ``FETCHES`` bodies being fetched at once and ``QUEUE_CAP`` waiting.
+``PAGE_CAP`` pages, at most ``FETCHES`` bodies being fetched at once and ``QUEUE_CAP`` waiting.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ logger = logging.getLogger('browser_use_mcp.har')
 BODY_CAP = 512 * 1024  # bytes of one response body kept in the HAR
 BODIES_TOTAL = 16 * 1024 * 1024  # bytes of bodies kept per session; later bodies are left out
 ENTRY_CAP = 5000  # requests kept per session; the oldest are dropped
+PAGE_CAP = 1000  # pages (main-frame documents) kept per session; the oldest are dropped
+TABS_CAP = 10_000  # tabs (and out-of-process iframes) whose page is remembered; past it the oldest are forgotten
 FETCHES = 2  # bodies fetched at once
 QUEUE_CAP = 200  # bodies waiting to be fetched; past it a body is left out
 FETCH_BOUND = 5.0  # s one body fetch may take
@@ -78,8 +85,15 @@ def _http_version(protocol: Any) -> str:
 	return {'h2': 'HTTP/2', 'h3': 'HTTP/3', 'http/1.0': 'HTTP/1.0', 'http/1.1': 'HTTP/1.1'}.get(text, text.upper() or 'HTTP/1.1')
 
 
+def _bounded(tabs: dict[str, Any]) -> dict[str, Any]:
+	"""``tabs``, its oldest key forgotten if it holds ``TABS_CAP`` (a tab long closed, most likely)."""
+	if len(tabs) >= TABS_CAP:
+		del tabs[next(iter(tabs))]
+	return tabs
+
+
 class _Entry:
-	__slots__ = ('body', 'comment', 'done', 'ended', 'failure', 'request', 'response', 'started', 'type', 'wall')
+	__slots__ = ('body', 'comment', 'done', 'ended', 'failure', 'page', 'request', 'response', 'started', 'type', 'wall')
 
 	def __init__(self, request: dict[str, Any], started: float, wall: float | None, kind: str | None) -> None:
 		self.request = request
@@ -92,15 +106,51 @@ class _Entry:
 		self.body: dict[str, Any] | None = None  # {'text': ..., 'encoding': 'base64'?}
 		self.comment = ''
 		self.done = False
+		self.page: str | None = None  # the id of the tab's page it was requested in
+
+
+class _Page:
+	"""A document a tab's main frame loaded, and when its DOMContentLoaded and load came."""
+
+	__slots__ = ('content', 'id', 'load', 'request', 'started', 'title', 'wall')
+
+	def __init__(self, page_id: str, request: str, started: float, wall: float | None, title: str) -> None:
+		self.id = page_id
+		self.request = request  # the navigation's requestId (its redirects keep it)
+		self.started = started  # CDP monotonic s
+		self.wall = wall
+		self.title = title
+		self.content: float | None = None  # ms after started
+		self.load: float | None = None
+
+	def row(self) -> dict[str, Any]:
+		def ms(value: float | None) -> float:
+			return value if value is not None else -1
+
+		return {
+			'startedDateTime': _iso(self.wall),
+			'id': self.id,
+			'title': self.title,
+			'pageTimings': {'onContentLoad': ms(self.content), 'onLoad': ms(self.load)},
+		}
 
 
 class HarLog:
 	"""One session's requests, kept until the HAR is written (``build``)."""
 
-	def __init__(self, body_cap: int = BODY_CAP, bodies_total: int = BODIES_TOTAL, entry_cap: int = ENTRY_CAP) -> None:
+	def __init__(
+		self, body_cap: int = BODY_CAP, bodies_total: int = BODIES_TOTAL, entry_cap: int = ENTRY_CAP, page_cap: int = PAGE_CAP
+	) -> None:
 		self.body_cap = body_cap
 		self.bodies_left = bodies_total
 		self.entry_cap = entry_cap
+		self.page_cap = page_cap
+		self.pages: OrderedDict[str, _Page] = OrderedDict()
+		self.current: dict[str, _Page] = {}  # tab -> the page it shows
+		self.main_frames: dict[str, str] = {}  # CDP session -> its main frame, when its target is not known
+		self.tab_of: Callable[[str | None], str | None] = lambda session_id: None  # set by the watcher: CDP session -> target
+		self.frame_parents: dict[str, str] = {}  # out-of-process iframe target -> the tab it is in (set by the watcher)
+		self._page_count = 0
 		self.entries: OrderedDict[tuple[str | None, str, int], _Entry] = OrderedDict()
 		self.open: dict[tuple[str | None, str], tuple[str | None, str, int]] = {}  # (CDP session, requestId) -> entry key
 		self.dropped = 0
@@ -126,8 +176,61 @@ class HarLog:
 		if len(self.entries) >= self.entry_cap:
 			self.entries.popitem(last=False)
 			self.dropped += 1
-		self.entries[key] = _Entry(request, params.get('timestamp') or 0.0, params.get('wallTime'), params.get('type'))
+		entry = self.entries[key] = _Entry(request, params.get('timestamp') or 0.0, params.get('wallTime'), params.get('type'))
 		self.open[(session_id, rid)] = key
+		tab = self._tab(session_id)
+		if params.get('type') == 'Document' and self._is_main_frame(params.get('frameId'), session_id, tab):
+			shown = self.current.get(tab)
+			if shown is None or shown.request != rid:  # a new navigation, not one of its redirects
+				self._new_page(tab, rid, entry, _url(str(request.get('url', ''))))
+		shown = self.current.get(tab)
+		entry.page = shown.id if shown is not None else None
+
+	def _tab(self, session_id: str | None) -> str:
+		"""The tab a CDP session's events belong to: its target, or for an out-of-process iframe the
+		tab the iframe is in (whose main frame its documents are not); the session when unknown."""
+		target = self.tab_of(session_id)
+		if target is None:
+			return session_id or ''
+		return self.frame_parents.get(target, target)
+
+	def in_tab(self, frame_target: str, parent_session: str | None) -> None:
+		"""An out-of-process iframe attached under a tab's (or another such iframe's) CDP session."""
+		_bounded(self.frame_parents)[frame_target] = self._tab(parent_session)
+
+	def _is_main_frame(self, frame: Any, session_id: str | None, tab: str) -> bool:
+		if not isinstance(frame, str) or not frame:
+			return False
+		if tab != (session_id or ''):  # the tab is known: its main frame has its target's id
+			return frame == tab
+		if tab not in self.main_frames:  # else the session's first document's frame
+			_bounded(self.main_frames)[tab] = frame
+		return self.main_frames[tab] == frame
+
+	def _new_page(self, tab: str, rid: str, entry: _Entry, url: str) -> None:
+		self._page_count += 1
+		page = _Page(f'page_{self._page_count}', rid, entry.started, entry.wall, url)
+		if len(self.pages) >= self.page_cap:
+			self.pages.popitem(last=False)
+		if tab not in self.current:
+			_bounded(self.current)
+		self.pages[page.id] = self.current[tab] = page
+
+	def on_content_loaded(self, params: dict[str, Any], session_id: str | None) -> None:
+		"""Page.domContentEventFired of a tab."""
+		self._page_time(params, session_id, 'content')
+
+	def on_loaded(self, params: dict[str, Any], session_id: str | None) -> None:
+		"""Page.loadEventFired of a tab."""
+		self._page_time(params, session_id, 'load')
+
+	def _page_time(self, params: dict[str, Any], session_id: str | None, which: str) -> None:
+		if self.tab_of(session_id) in self.frame_parents:  # an out-of-process iframe's own document
+			return
+		page = self.current.get(self._tab(session_id))
+		stamp = params.get('timestamp')
+		if page is not None and getattr(page, which) is None and isinstance(stamp, int | float) and stamp >= page.started:
+			setattr(page, which, round((stamp - page.started) * 1000, 3))
 
 	def _entry(self, session_id: str | None, rid: str) -> _Entry | None:
 		key = self.open.get((session_id, rid))
@@ -219,22 +322,29 @@ class HarLog:
 
 	# -- the HAR --
 
-	def build(self, entries: list[_Entry] | None = None) -> dict[str, Any]:
+	def taken(self) -> tuple[list[_Entry], list[dict[str, Any]]]:
+		"""The entries and the pages as they are now, taken on the event loop, for ``build`` in a thread."""
+		return list(self.entries.values()), [page.row() for page in self.pages.values()]
+
+	def build(self, entries: list[_Entry] | None = None, pages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 		"""The HAR 1.2 log of what was seen so far (requests still open are listed as they are).
-		``entries``: a list taken on the event loop, to build it in a thread."""
-		rows = [self._har(e) for e in (list(self.entries.values()) if entries is None else entries)]
+		``entries``, ``pages``: as ``taken`` gave them on the event loop, to build it in a thread."""
+		if entries is None or pages is None:
+			entries, pages = self.taken()
+		kept = {page['id'] for page in pages}
+		rows = [self._har(e, kept) for e in entries]
 		comment = f'{self.dropped} older requests not kept (at most {self.entry_cap})' if self.dropped else ''
 		return {
 			'log': {
 				'version': '1.2',
 				'creator': {'name': 'browser-use-mcp', 'version': __version__},
-				'pages': [],
+				'pages': pages,
 				'entries': rows,
 				**({'comment': comment} if comment else {}),
 			}
 		}
 
-	def _har(self, e: _Entry) -> dict[str, Any]:
+	def _har(self, e: _Entry, pages: set[str]) -> dict[str, Any]:
 		req, resp = e.request, e.response or {}
 		url = _url(str(req.get('url', '')))
 		headers = req.get('headers') or {}
@@ -282,6 +392,7 @@ class HarLog:
 			response['_error'] = e.failure
 		timings = self._timings(e, resp)
 		entry: dict[str, Any] = {
+			**({'pageref': e.page} if e.page in pages else {}),
 			'startedDateTime': _iso(e.wall),
 			'time': round(sum(v for k, v in timings.items() if v > 0 and k != 'ssl'), 3),
 			'request': request,

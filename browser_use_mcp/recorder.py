@@ -428,8 +428,8 @@ class Recording:
 		try:
 			if self.har is not None:
 				await self.har.settle()
-				har, entries = self.har, list(self.har.entries.values())  # taken on the loop; built in a thread
-				data = await asyncio.to_thread(lambda: dumps(har.build(entries)).encode())
+				har, (entries, pages) = self.har, self.har.taken()  # taken on the loop; built in a thread
+				data = await asyncio.to_thread(lambda: dumps(har.build(entries, pages)).encode())
 				await asyncio.to_thread(self._replace, HAR_FILE, data)
 			if state is not None:
 				from browser_use_mcp.tools import debug

@@ -294,6 +294,7 @@ _EVENTS = {
 	'Network.loadingFinished': 'on_finished',
 	'Network.loadingFailed': 'on_failed',
 }
+_HAR_PAGE_EVENTS = {'Page.domContentEventFired': 'on_content_loaded', 'Page.loadEventFired': 'on_loaded'}
 _PAGES = ('page', 'iframe')  # targets whose console is recorded (an out-of-process iframe is its own target)
 
 
@@ -348,6 +349,8 @@ def watch(state: SessionState) -> None:
 	har = getattr(recording, 'har', None)
 	if har is not None and root is not None:  # the HAR's bodies: asked of the tab that loaded them, in the background
 		har.fetch = lambda request_id, session_id: root.send_raw('Network.getResponseBody', {'requestId': request_id}, session_id)
+	if har is not None:
+		har.tab_of = rec.target  # its pages are each tab's main-frame documents
 	rec.har = har
 
 	def heard(handler: Any, name: str, domain: str) -> Any:
@@ -376,6 +379,8 @@ def watch(state: SessionState) -> None:
 		if info.get('type') in _PAGES and session_id:
 			if info.get('targetId'):
 				rec.attached[session_id] = info['targetId']
+				if info.get('type') == 'iframe' and har is not None:  # its requests are its tab's page's
+					har.in_tab(info['targetId'], parent)
 			held(asyncio.get_running_loop().create_task(_enable(root, session_id)), pending)
 
 	try:
@@ -383,6 +388,9 @@ def watch(state: SessionState) -> None:
 			raise internals.Unavailable('no root CDP client')
 		for method, name in _EVENTS.items():
 			internals.hook_cdp_event(root, method, guarded(method, heard(getattr(rec, name), name, method.split('.')[0])))
+		if har is not None:  # when each page's DOMContentLoaded and load came (browser-use enables Page on its tabs)
+			for method, name in _HAR_PAGE_EVENTS.items():
+				internals.hook_cdp_event(root, method, guarded(method, heard(getattr(har, name), '', 'Page')))
 		internals.hook_cdp_event(root, 'Target.detachedFromTarget', guarded('Target.detachedFromTarget', rec.on_detached))
 		internals.hook_cdp_event(root, 'Target.attachedToTarget', guarded('Target.attachedToTarget', on_attached))
 	except internals.Unavailable as exc:

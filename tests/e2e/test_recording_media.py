@@ -33,8 +33,17 @@ def check_har(har: dict[str, Any]) -> list[dict[str, Any]]:
 	log = har['log']
 	assert log['version'] == '1.2'
 	assert isinstance(log['creator']['name'], str) and isinstance(log['creator']['version'], str)
-	assert isinstance(log['entries'], list)
+	assert isinstance(log['entries'], list) and isinstance(log['pages'], list)
+	for page in log['pages']:
+		assert isinstance(page['startedDateTime'], str) and page['startedDateTime'].endswith('Z')
+		assert isinstance(page['id'], str) and isinstance(page['title'], str)
+		assert all(
+			isinstance(page['pageTimings'][k], int | float) and page['pageTimings'][k] >= -1 for k in ('onContentLoad', 'onLoad')
+		)
+	ids = [page['id'] for page in log['pages']]
+	assert len(set(ids)) == len(ids)
 	for entry in log['entries']:
+		assert 'pageref' not in entry or entry['pageref'] in ids, entry.get('pageref')
 		assert isinstance(entry['startedDateTime'], str) and entry['startedDateTime'].endswith('Z')
 		assert isinstance(entry['time'], int | float) and entry['time'] >= 0
 		req, resp, timings = entry['request'], entry['response'], entry['timings']
@@ -103,9 +112,13 @@ async def test_har_holds_the_sessions_loopback_traffic_with_a_404(mcp: Mcp, site
 	assert all(u.startswith(('http://127.0.0.1', 'data:', 'blob:')) for u in urls), urls
 	doc = next(e for e in entries if e['request']['url'].startswith(f'{site}/console'))
 	assert doc['response']['status'] == 200 and doc['response']['content']['mimeType'] == 'text/html'
+	# the page it loaded, timed by the tab's events, holds the requests made after it began
+	page = next(p for p in har['log']['pages'] if p['id'] == doc['pageref'])
+	assert page['title'].startswith(f'{site}/console?tag=har')
+	assert 0 <= page['pageTimings']['onContentLoad'] <= page['pageTimings']['onLoad'], page
 	assert 'hello' in decode_body(doc['response']['content']).decode()
 	missing = next(e for e in entries if 'missing-404' in e['request']['url'])
-	assert missing['response']['status'] == 404
+	assert missing['response']['status'] == 404 and missing['pageref'] == doc['pageref']
 	pixel = next(e for e in entries if 'pixel.png' in e['request']['url'] and e['response']['content'].get('text'))
 	assert decode_body(pixel['response']['content']).startswith(b'\x89PNG')
 	assert pixel['response']['content']['encoding'] == 'base64'

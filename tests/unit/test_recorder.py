@@ -278,3 +278,81 @@ async def test_adoption_keeps_the_total_cap_and_deletes_unreadable_directories(t
 		assert not stray.exists() and recs[0] is not None and not recs[0].path.exists()
 	finally:
 		again.release()
+
+
+def test_har_pages_are_each_tabs_main_frame_documents() -> None:
+	"""A page per navigation of a tab's main frame (its redirects and an in-process iframe's document
+	are not pages), timed by its tab's Page events; requests carry the page their tab showed, those of
+	an out-of-process iframe too; another tab has pages of its own."""
+	from browser_use_mcp.har import HarLog
+	from tests.e2e.test_recording_media import check_har
+
+	log = HarLog()
+	log.tab_of = {'S1': 'T1', 'S1b': 'T1', 'F1': 'IF1', 'S2': 'T2'}.get
+	t0, wall = 2000.0, 1_790_000_000.0
+
+	def request(rid: str, url: str, at: float, sid: str = 'S1', kind: str = 'Document', frame: str = 'T1', **extra: Any) -> None:
+		params = {'requestId': rid, 'request': {'url': url, 'method': 'GET', 'headers': {}}, 'timestamp': t0 + at}
+		log.on_request(params | {'wallTime': wall + at, 'type': kind, 'frameId': frame, **extra}, sid)
+
+	log.on_loaded({'timestamp': t0 - 1}, 'S1')  # before any page: nothing to time
+	request('n1', 'http://127.0.0.1:1/a?token=s3cret', 0.0)
+	request('n1', 'http://127.0.0.1:1/b', 0.01, redirectResponse={'status': 302, 'headers': {'Location': '/b'}})
+	request('js', 'http://127.0.0.1:1/app.js', 0.02, kind='Script')
+	request('inner', 'http://127.0.0.1:1/frame', 0.03, frame='child')  # an in-process iframe's document
+	log.in_tab('IF1', 'S1')
+	request('oopif', 'http://127.0.0.1:2/ad', 0.04, sid='F1', frame='IF1')  # an out-of-process iframe's document
+	log.on_content_loaded({'timestamp': t0 + 0.045}, 'F1')  # the out-of-process iframe's own: not its tab's
+	log.on_content_loaded({'timestamp': t0 + 0.05}, 'S1b')  # another CDP session of the same tab
+	log.on_loaded({'timestamp': t0 + 0.08}, 'S1')
+	log.on_loaded({'timestamp': t0 + 0.09}, 'S1')  # a second load event of the page does not move it
+	request('n2', 'http://127.0.0.1:1/next', 0.5)
+	request('other', 'http://127.0.0.1:1/tab2', 0.6, sid='S2', frame='T2')
+	request('late', 'http://127.0.0.1:1/late.js', 0.7, kind='Script')
+	har = log.build()
+	entries = check_har(har)
+	pages = har['log']['pages']
+	assert [(p['id'], p['title']) for p in pages] == [
+		('page_1', 'http://127.0.0.1:1/a?token=***'),
+		('page_2', 'http://127.0.0.1:1/next'),
+		('page_3', 'http://127.0.0.1:1/tab2'),
+	]
+	assert pages[0]['pageTimings'] == {'onContentLoad': 50.0, 'onLoad': 80.0}
+	assert pages[1]['pageTimings'] == {'onContentLoad': -1, 'onLoad': -1}
+	assert pages[0]['startedDateTime'] == entries[0]['startedDateTime']
+	assert [e.get('pageref') for e in entries] == ['page_1'] * 5 + ['page_2', 'page_3', 'page_2']
+
+
+def test_har_pages_are_bounded_and_no_entry_names_a_dropped_page(monkeypatch: pytest.MonkeyPatch) -> None:
+	from browser_use_mcp import har as har_module
+	from browser_use_mcp.har import HarLog
+
+	log = HarLog(page_cap=2)
+	log.tab_of = lambda session_id: 'T1'
+	for i in range(5):
+		params = {'requestId': f'n{i}', 'request': {'url': f'http://127.0.0.1:1/{i}', 'method': 'GET', 'headers': {}}}
+		log.on_request(params | {'timestamp': 10.0 + i, 'type': 'Document', 'frameId': 'T1'}, 'S1')
+	har = log.build()['log']
+	assert [p['id'] for p in har['pages']] == ['page_4', 'page_5']
+	assert [e.get('pageref') for e in har['entries']] == [None, None, None, 'page_4', 'page_5']
+	# the tabs whose page is remembered are bounded too: the oldest is forgotten
+	monkeypatch.setattr(har_module, 'TABS_CAP', 3)
+	log = HarLog()
+	log.tab_of = lambda session_id: session_id
+	for i in range(6):
+		params = {'requestId': 'n', 'request': {'url': 'http://127.0.0.1:1/', 'method': 'GET', 'headers': {}}}
+		log.on_request(params | {'timestamp': 1.0, 'type': 'Document', 'frameId': f'T{i}'}, f'T{i}')
+		log.in_tab(f'F{i}', f'T{i}')
+	assert list(log.current) == ['T3', 'T4', 'T5'] and list(log.frame_parents) == ['F3', 'F4', 'F5']
+
+
+def test_har_pages_of_a_tab_whose_target_is_unknown_follow_its_first_documents_frame() -> None:
+	from browser_use_mcp.har import HarLog
+
+	log = HarLog()  # no watcher: the target of a CDP session is not known
+	for rid, frame in (('a', 'M'), ('b', 'child'), ('c', 'M')):
+		params = {'requestId': rid, 'request': {'url': f'http://127.0.0.1:1/{rid}', 'method': 'GET', 'headers': {}}}
+		log.on_request(params | {'timestamp': 1.0, 'type': 'Document', 'frameId': frame}, 'S9')
+	har = log.build()['log']
+	assert [p['title'] for p in har['pages']] == ['http://127.0.0.1:1/a', 'http://127.0.0.1:1/c']
+	assert [e['pageref'] for e in har['entries']] == ['page_1', 'page_1', 'page_2']
