@@ -9,6 +9,11 @@ with a comment saying so. Credentials are not kept: ``Authorization``, ``Cookie`
 ``Set-Cookie`` values (and their proxy variants) become ``***``, as do a URL's user:password@
 and token-like query values (tools/debug.py's rules, as the network tool shows them).
 
+Headers and cookies as sent and received: ``Network.requestWillBeSentExtraInfo`` and
+``Network.responseReceivedExtraInfo`` (one of each per hop of a request, in order, before or after
+the hop's own event) give the headers the network stack added and the raw response headers, and the
+cookies Chromium sent, held back or refused; cookies are listed by name and attributes, never value.
+
 Pages: each document a tab's main frame loads is a page of the log (its URL as title, redacted as
 above), timed by that tab's ``Page.domContentEventFired`` and ``Page.loadEventFired``; every request
 a tab makes after a page began is that page's (``pageref``), so HAR viewers group and time them by
@@ -28,6 +33,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -41,6 +47,7 @@ BODY_CAP = 512 * 1024  # bytes of one response body kept in the HAR
 BODIES_TOTAL = 16 * 1024 * 1024  # bytes of bodies kept per session; later bodies are left out
 ENTRY_CAP = 5000  # requests kept per session; the oldest are dropped
 PAGE_CAP = 1000  # pages (main-frame documents) kept per session; the oldest are dropped
+EARLY_CAP = 256  # requests whose headers Chromium told before the request itself, waiting for it
 TABS_CAP = 10_000  # tabs (and out-of-process iframes) whose page is remembered; past it the oldest are forgotten
 FETCHES = 2  # bodies fetched at once
 QUEUE_CAP = 200  # bodies waiting to be fetched; past it a body is left out
@@ -73,6 +80,77 @@ def _headers(headers: Any) -> list[dict[str, str]]:
 	return out
 
 
+def _cookie(name: str, attributes: dict[str, Any]) -> dict[str, Any]:
+	"""A HAR cookie: its name and attributes; its value is a credential, so it is never kept."""
+	cookie: dict[str, Any] = {'name': name, 'value': REDACTED}
+	for key in ('path', 'domain'):
+		if isinstance(attributes.get(key), str) and attributes[key]:
+			cookie[key] = attributes[key]
+	expires = attributes.get('expires')
+	if isinstance(expires, int | float) and expires > 0:
+		cookie['expires'] = _iso(expires)
+	for key in ('httpOnly', 'secure'):
+		if key in attributes:
+			cookie[key] = bool(attributes[key])
+	return cookie
+
+
+def _sent_cookies(sent: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+	"""The cookies a request carried, and those Chromium held back with its reasons (ExtraInfo)."""
+	cookies: list[dict[str, Any]] = []
+	held_back: list[dict[str, Any]] = []
+	for item in (sent or {}).get('associatedCookies') or []:
+		if not isinstance(item, dict) or not isinstance(item.get('cookie'), dict):
+			continue
+		cookie, reasons = item['cookie'], [str(r) for r in item.get('blockedReasons') or []]
+		if reasons:
+			held_back.append({'name': str(cookie.get('name', '')), 'reasons': reasons})
+		else:
+			cookies.append(_cookie(str(cookie.get('name', '')), cookie))
+	return cookies, held_back
+
+
+def _set_cookies(headers: Any) -> list[dict[str, Any]]:
+	"""The cookies a response's ``Set-Cookie`` lines set: names and attributes."""
+	cookies = []
+	if not isinstance(headers, dict):
+		return cookies
+	for header, value in headers.items():
+		if str(header).lower() != 'set-cookie':
+			continue
+		for line in str(value).split('\n'):
+			first, *attributes = line.split(';')
+			if '=' not in first:
+				continue
+			found: dict[str, Any] = {}
+			for attribute in attributes:
+				key, _, text = attribute.strip().partition('=')
+				key = key.lower()
+				if key in ('path', 'domain'):
+					found[key] = text.strip()
+				elif key == 'expires':
+					with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
+						found['expires'] = parsedate_to_datetime(text.strip()).timestamp()
+				elif key == 'httponly':
+					found['httpOnly'] = True
+				elif key == 'secure':
+					found['secure'] = True
+			cookies.append(_cookie(first.split('=', 1)[0].strip(), found))
+	return cookies
+
+
+def _refused_cookies(received: dict[str, Any] | None) -> list[dict[str, Any]]:
+	"""The cookies a response set that Chromium refused to store, with its reasons (ExtraInfo)."""
+	refused = []
+	for item in (received or {}).get('blockedCookies') or []:
+		if not isinstance(item, dict):
+			continue
+		cookie = item.get('cookie') if isinstance(item.get('cookie'), dict) else {}
+		name = cookie.get('name') or str(item.get('cookieLine', '')).split(';', 1)[0].split('=', 1)[0].strip()
+		refused.append({'name': str(name), 'reasons': [str(r) for r in item.get('blockedReasons') or []]})
+	return refused
+
+
 def _query(url: str) -> list[dict[str, str]]:
 	try:
 		return [{'name': k, 'value': v} for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
@@ -93,7 +171,21 @@ def _bounded(tabs: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Entry:
-	__slots__ = ('body', 'comment', 'done', 'ended', 'failure', 'page', 'request', 'response', 'started', 'type', 'wall')
+	__slots__ = (
+		'body',
+		'comment',
+		'done',
+		'ended',
+		'failure',
+		'page',
+		'received',
+		'request',
+		'response',
+		'sent',
+		'started',
+		'type',
+		'wall',
+	)
 
 	def __init__(self, request: dict[str, Any], started: float, wall: float | None, kind: str | None) -> None:
 		self.request = request
@@ -107,6 +199,8 @@ class _Entry:
 		self.comment = ''
 		self.done = False
 		self.page: str | None = None  # the id of the tab's page it was requested in
+		self.sent: dict[str, Any] | None = None  # Network.requestWillBeSentExtraInfo: the headers and cookies sent
+		self.received: dict[str, Any] | None = None  # Network.responseReceivedExtraInfo: the raw headers, refused cookies
 
 
 class _Page:
@@ -153,6 +247,9 @@ class HarLog:
 		self._page_count = 0
 		self.entries: OrderedDict[tuple[str | None, str, int], _Entry] = OrderedDict()
 		self.open: dict[tuple[str | None, str], tuple[str | None, str, int]] = {}  # (CDP session, requestId) -> entry key
+		self.hops: dict[tuple[str | None, str], list[tuple[str | None, str, int]]] = {}  # its entries: each redirect, in order
+		# ExtraInfo events that came before the hop they describe: (CDP session, requestId) -> 'sent'/'received' -> params
+		self.early: OrderedDict[tuple[str | None, str], dict[str, list[dict[str, Any]]]] = OrderedDict()
 		self.dropped = 0
 		self.fetch: Fetch | None = None  # set by the watcher: how to ask the tab for a body
 		self.tasks: set[asyncio.Task[None]] = set()
@@ -178,6 +275,14 @@ class HarLog:
 			self.dropped += 1
 		entry = self.entries[key] = _Entry(request, params.get('timestamp') or 0.0, params.get('wallTime'), params.get('type'))
 		self.open[(session_id, rid)] = key
+		self.hops.setdefault((session_id, rid), []).append(key)
+		early = self.early.get((session_id, rid))
+		if early is not None:  # what Chromium told of this hop before the hop itself
+			for kind in ('sent', 'received'):
+				if early[kind]:
+					setattr(entry, kind, early[kind].pop(0))
+			if not early['sent'] and not early['received']:
+				del self.early[(session_id, rid)]
 		tab = self._tab(session_id)
 		if params.get('type') == 'Document' and self._is_main_frame(params.get('frameId'), session_id, tab):
 			shown = self.current.get(tab)
@@ -242,10 +347,33 @@ class HarLog:
 			entry.response = params.get('response') or {}
 			entry.type = params.get('type') or entry.type
 
+	def on_request_extra(self, params: dict[str, Any], session_id: str | None) -> None:
+		"""Network.requestWillBeSentExtraInfo: the headers as sent (the network stack's own added)
+		and the cookies Chromium sent or held back, for the next hop of the request that has none."""
+		self._extra(params, session_id, 'sent')
+
+	def on_response_extra(self, params: dict[str, Any], session_id: str | None) -> None:
+		"""Network.responseReceivedExtraInfo: the raw response headers (``Set-Cookie`` among them) and
+		the cookies Chromium refused to store."""
+		self._extra(params, session_id, 'received')
+
+	def _extra(self, params: dict[str, Any], session_id: str | None, kind: str) -> None:
+		# each hop of a request gets one of each, in order, whether it comes before or after the hop's own event
+		rid = str(params.get('requestId', ''))
+		for key in self.hops.get((session_id, rid), ()):
+			entry = self.entries.get(key)
+			if entry is not None and getattr(entry, kind) is None:
+				setattr(entry, kind, params)
+				return
+		if len(self.early) >= EARLY_CAP:
+			self.early.popitem(last=False)
+		self.early.setdefault((session_id, rid), {'sent': [], 'received': []})[kind].append(params)
+
 	def on_finished(self, params: dict[str, Any], session_id: str | None) -> None:
 		rid = str(params.get('requestId', ''))
 		entry = self._entry(session_id, rid)
 		self.open.pop((session_id, rid), None)
+		self.hops.pop((session_id, rid), None)
 		if entry is None:
 			return
 		entry.ended = params.get('timestamp')
@@ -259,6 +387,7 @@ class HarLog:
 		rid = str(params.get('requestId', ''))
 		entry = self._entry(session_id, rid)
 		self.open.pop((session_id, rid), None)
+		self.hops.pop((session_id, rid), None)
 		if entry is not None:
 			entry.ended = params.get('timestamp')
 			entry.failure = str(params.get('errorText') or 'failed')[:200]
@@ -347,13 +476,15 @@ class HarLog:
 	def _har(self, e: _Entry, pages: set[str]) -> dict[str, Any]:
 		req, resp = e.request, e.response or {}
 		url = _url(str(req.get('url', '')))
-		headers = req.get('headers') or {}
+		sent = (e.sent or {}).get('headers')
+		headers = sent if isinstance(sent, dict) and sent else req.get('headers') or {}  # as sent, when Chromium told
 		post = req.get('postData')
+		cookies, held_back = _sent_cookies(e.sent)
 		request: dict[str, Any] = {
 			'method': str(req.get('method', 'GET')),
 			'url': url,
 			'httpVersion': _http_version(resp.get('protocol')),
-			'cookies': [],
+			'cookies': cookies,
 			'headers': _headers(headers),
 			'queryString': _query(url),
 			'headersSize': -1,
@@ -362,6 +493,8 @@ class HarLog:
 		if isinstance(post, str):
 			mime = next((str(v) for k, v in headers.items() if str(k).lower() == 'content-type'), 'application/octet-stream')
 			request['postData'] = {'mimeType': mime, 'text': post}
+		if held_back:
+			request['_blockedCookies'] = held_back
 		encoded = resp.get('_encoded', -1)
 		header_bytes = resp.get('encodedDataLength')
 		body_size = -1
@@ -375,13 +508,14 @@ class HarLog:
 			content['text'] = e.body['text']
 			if 'encoding' in e.body:
 				content['encoding'] = e.body['encoding']
-		resp_headers = resp.get('headers') or {}
+		raw = (e.received or {}).get('headers')
+		resp_headers = raw if isinstance(raw, dict) and raw else resp.get('headers') or {}
 		location = next((str(v) for k, v in resp_headers.items() if str(k).lower() == 'location'), '')
 		response = {
 			'status': int(resp.get('status') or 0),
 			'statusText': str(resp.get('statusText') or ''),
 			'httpVersion': _http_version(resp.get('protocol')),
-			'cookies': [],
+			'cookies': _set_cookies(resp_headers),
 			'headers': _headers(resp_headers),
 			'content': content,
 			'redirectURL': _url(location),
@@ -390,6 +524,9 @@ class HarLog:
 		}
 		if e.failure:
 			response['_error'] = e.failure
+		refused = _refused_cookies(e.received)
+		if refused:
+			response['_blockedCookies'] = refused
 		timings = self._timings(e, resp)
 		entry: dict[str, Any] = {
 			**({'pageref': e.page} if e.page in pages else {}),

@@ -294,7 +294,12 @@ _EVENTS = {
 	'Network.loadingFinished': 'on_finished',
 	'Network.loadingFailed': 'on_failed',
 }
-_HAR_PAGE_EVENTS = {'Page.domContentEventFired': 'on_content_loaded', 'Page.loadEventFired': 'on_loaded'}
+_HAR_EVENTS = {  # heard only for a HAR: when each page loaded; the headers and cookies as sent and as received
+	'Page.domContentEventFired': 'on_content_loaded',
+	'Page.loadEventFired': 'on_loaded',
+	'Network.requestWillBeSentExtraInfo': 'on_request_extra',
+	'Network.responseReceivedExtraInfo': 'on_response_extra',
+}
 _PAGES = ('page', 'iframe')  # targets whose console is recorded (an out-of-process iframe is its own target)
 
 
@@ -388,9 +393,9 @@ def watch(state: SessionState) -> None:
 			raise internals.Unavailable('no root CDP client')
 		for method, name in _EVENTS.items():
 			internals.hook_cdp_event(root, method, guarded(method, heard(getattr(rec, name), name, method.split('.')[0])))
-		if har is not None:  # when each page's DOMContentLoaded and load came (browser-use enables Page on its tabs)
-			for method, name in _HAR_PAGE_EVENTS.items():
-				internals.hook_cdp_event(root, method, guarded(method, heard(getattr(har, name), '', 'Page')))
+		if har is not None:  # (browser-use enables Page on its tabs)
+			for method, name in _HAR_EVENTS.items():
+				internals.hook_cdp_event(root, method, guarded(method, heard(getattr(har, name), '', method.split('.')[0])))
 		internals.hook_cdp_event(root, 'Target.detachedFromTarget', guarded('Target.detachedFromTarget', rec.on_detached))
 		internals.hook_cdp_event(root, 'Target.attachedToTarget', guarded('Target.attachedToTarget', on_attached))
 	except internals.Unavailable as exc:

@@ -81,12 +81,12 @@ def check_har(har: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def har_of(mcp: Mcp, sid: str, seen: Any, timeout: float = 10) -> tuple[dict[str, Any], dict[str, Any]]:
-	"""browser_get_recording's answer and the HAR it points to, once ``seen(entries)`` holds."""
+	"""browser_get_recording's answer and the HAR it points to, once ``seen(log)`` holds."""
 	end = asyncio.get_running_loop().time() + timeout
 	while True:
 		rec = (await mcp.ok('browser_get_recording', session_id=sid)).structured
 		har = json.loads(Path(rec['har']).read_text(encoding='utf-8'))
-		if seen(har['log']['entries']) or asyncio.get_running_loop().time() > end:
+		if seen(har['log']) or asyncio.get_running_loop().time() > end:
 			return rec, har
 		await asyncio.sleep(0.2)
 
@@ -98,10 +98,12 @@ async def test_har_holds_the_sessions_loopback_traffic_with_a_404(mcp: Mcp, site
 	await mcp.ok('browser_navigate', session_id='har-1', url=f'{site}/console?tag=har')
 	await mcp.ok('browser_navigate', session_id='har-other', url=f'{site}/long?who=other')
 
-	def complete(entries: list[dict[str, Any]]) -> bool:
+	def complete(log: dict[str, Any]) -> bool:
+		entries = log['entries']
 		statuses = {e['response']['status'] for e in entries if 'missing-404' in e['request']['url']}
 		pixel = [e for e in entries if 'pixel.png' in e['request']['url'] and e['response']['content'].get('text')]
-		return 404 in statuses and bool(pixel)
+		loaded = any(p['pageTimings']['onLoad'] >= 0 for p in log['pages'] if '/console' in p['title'])
+		return 404 in statuses and bool(pixel) and loaded
 
 	rec, har = await har_of(mcp, 'har-1', complete)
 	assert rec['kinds'] == ['har'] and rec['video'] is None
@@ -128,6 +130,29 @@ async def test_har_holds_the_sessions_loopback_traffic_with_a_404(mcp: Mcp, site
 	closed = (await mcp.ok('browser_get_recording', session_id='har-1')).structured
 	assert closed['live'] is False
 	assert len(check_har(json.loads(Path(closed['har']).read_text(encoding='utf-8')))) >= len(entries)
+
+
+async def test_har_lists_cookies_by_name_and_the_headers_as_sent_without_their_values(mcp: Mcp, site: str) -> None:
+	await mcp.ok('browser_create_session', session_id='har-cookies', record=['har'])
+	await mcp.ok('browser_navigate', session_id='har-cookies', url=f'{site}/signin?user=Zorro7&note=n')
+	await mcp.ok('browser_navigate', session_id='har-cookies', url=f'{site}/me')
+
+	def sent(log: dict[str, Any]) -> bool:
+		return any(e['request']['url'] == f'{site}/me' and e['request']['cookies'] for e in log['entries'])
+
+	_, har = await har_of(mcp, 'har-cookies', sent)
+	entries = check_har(har)
+	signin = next(e for e in entries if e['request']['url'].startswith(f'{site}/signin'))
+	me = next(e for e in entries if e['request']['url'] == f'{site}/me')
+	assert signin['response']['cookies'] == [{'name': 'auth', 'value': '***', 'path': '/', 'httpOnly': True}]
+	assert [(c['name'], c['value']) for c in me['request']['cookies']] == [('auth', '***')]
+	assert me['request']['cookies'][0]['httpOnly'] is True
+	# the headers as Chromium sent them, the network stack's own among them (the cookie redacted)
+	names = {h['name'].lower(): h['value'] for h in me['request']['headers']}
+	assert names['cookie'] == '***' and 'host' in names, names
+	told = [me['request']['headers'], me['request']['cookies'], signin['response']['headers'], signin['response']['cookies']]
+	assert 'Zorro7' not in json.dumps(told)
+	await mcp.ok('browser_close_session', session_id='har-cookies')
 
 
 async def test_video_decodes_with_frames(mcp: Mcp, site: str) -> None:

@@ -356,3 +356,77 @@ def test_har_pages_of_a_tab_whose_target_is_unknown_follow_its_first_documents_f
 	har = log.build()['log']
 	assert [p['title'] for p in har['pages']] == ['http://127.0.0.1:1/a', 'http://127.0.0.1:1/c']
 	assert [e['pageref'] for e in har['entries']] == ['page_1', 'page_1', 'page_2']
+
+
+def test_har_takes_headers_and_cookies_as_chromium_sent_and_received_them_hop_by_hop() -> None:
+	"""ExtraInfo events give each hop of a request, in order, the headers as sent and as received, whether
+	they come before or after the hop's own event; cookies are listed by name with their attributes, held
+	back or refused ones with Chromium's reasons, and no value is kept."""
+	from browser_use_mcp.har import HarLog
+	from tests.e2e.test_recording_media import check_har
+
+	log = HarLog()
+	sid, url = 'S1', 'http://127.0.0.1:1'
+
+	def request(at: float, path: str, **extra: Any) -> None:
+		params = {'requestId': 'r', 'request': {'url': url + path, 'method': 'GET', 'headers': {'Accept': '*/*'}}}
+		log.on_request(params | {'timestamp': 10.0 + at, 'type': 'Document', **extra}, sid)
+
+	sent_first = {'requestId': 'r', 'headers': {'Accept': '*/*', 'Host': '127.0.0.1:1', 'Cookie': 'sid=v1; gone=v2'}}
+	sent_first['associatedCookies'] = [
+		{
+			'cookie': {
+				'name': 'sid',
+				'value': 'v1',
+				'path': '/',
+				'domain': '127.0.0.1',
+				'expires': -1,
+				'httpOnly': True,
+				'secure': False,
+			},
+			'blockedReasons': [],
+		},  # fmt: skip
+		{'cookie': {'name': 'third', 'value': 'v3'}, 'blockedReasons': ['SameSiteStrict']},
+	]
+	log.on_request_extra(sent_first, sid)  # before the request itself, as Chromium may tell it
+	request(0.0, '/a')
+	redirect = {'requestId': 'r', 'statusCode': 302, 'headers': {'Location': '/b', 'Set-Cookie': 'next=v4; Path=/b; Secure'}}
+	redirect['blockedCookies'] = [{'blockedReasons': ['SameSiteNoneInsecure'], 'cookieLine': 'bad=v5; SameSite=None'}]
+	log.on_response_extra(redirect, sid)
+	request(0.01, '/b', redirectResponse={'status': 302, 'statusText': 'Found', 'headers': {'Location': '/b'}})
+	expires = 'Wed, 21 Oct 2037 07:28:00 GMT'
+	final = {'requestId': 'r', 'statusCode': 200, 'headers': {'Set-Cookie': f'sid=v6; Domain=127.0.0.1; Expires={expires}; HttpOnly\nplain=v7'}}  # fmt: skip
+	log.on_response_extra(final, sid)
+	log.on_request_extra({'requestId': 'r', 'headers': {'Host': '127.0.0.1:1', 'Cookie': 'next=v4'}}, sid)  # after its hop
+	log.on_response({'requestId': 'r', 'response': {'status': 200, 'headers': {}, 'mimeType': 'text/html'}}, sid)
+	log.on_finished({'requestId': 'r', 'timestamp': 10.05}, sid)
+	first, second = check_har(log.build())
+	assert first['request']['cookies'] == [{'name': 'sid', 'value': '***', 'path': '/', 'domain': '127.0.0.1', 'httpOnly': True, 'secure': False}]  # fmt: skip
+	assert first['request']['_blockedCookies'] == [{'name': 'third', 'reasons': ['SameSiteStrict']}]
+	assert {'name': 'Cookie', 'value': '***'} in first['request']['headers']
+	assert {'name': 'Host', 'value': '127.0.0.1:1'} in first['request']['headers']
+	assert first['response']['cookies'] == [{'name': 'next', 'value': '***', 'path': '/b', 'secure': True}]
+	assert first['response']['_blockedCookies'] == [{'name': 'bad', 'reasons': ['SameSiteNoneInsecure']}]
+	assert {'name': 'Location', 'value': '/b'} in first['response']['headers']
+	assert {'name': 'Host', 'value': '127.0.0.1:1'} in second['request']['headers'] and second['request']['cookies'] == []
+	assert second['response']['cookies'] == [
+		{'name': 'sid', 'value': '***', 'domain': '127.0.0.1', 'expires': '2037-10-21T07:28:00.000Z', 'httpOnly': True},
+		{'name': 'plain', 'value': '***'},
+	]
+	assert '_blockedCookies' not in second['response']
+	text = json.dumps(log.build())
+	assert not any(f'v{i}' in text for i in range(1, 8)), 'a cookie value was kept'
+
+
+def test_har_extra_info_that_never_finds_its_request_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+	from browser_use_mcp import har as har_module
+	from browser_use_mcp.har import HarLog
+
+	monkeypatch.setattr(har_module, 'EARLY_CAP', 4)
+	log = HarLog()
+	for i in range(10):
+		log.on_request_extra({'requestId': f'r{i}', 'headers': {}}, 'S1')
+	assert list(log.early) == [('S1', f'r{i}') for i in range(6, 10)]
+	params = {'requestId': 'r9', 'request': {'url': 'http://127.0.0.1:1/', 'method': 'GET', 'headers': {}}, 'timestamp': 1.0}
+	log.on_request(params, 'S1')  # its request came at last: taken, and forgotten as early
+	assert ('S1', 'r9') not in log.early and log.build()['log']['entries'][0]['request']['headers'] == []
