@@ -47,6 +47,7 @@ BODY_CAP = 512 * 1024  # bytes of one response body kept in the HAR
 BODIES_TOTAL = 16 * 1024 * 1024  # bytes of bodies kept per session; later bodies are left out
 ENTRY_CAP = 5000  # requests kept per session; the oldest are dropped
 PAGE_CAP = 1000  # pages (main-frame documents) kept per session; the oldest are dropped
+LAST_DATE = 253_402_300_800  # 10000-01-01 UTC: a cookie's expiry past it is not written (no date can say it)
 EARLY_CAP = 256  # requests whose headers Chromium told before the request itself, waiting for it
 TABS_CAP = 10_000  # tabs (and out-of-process iframes) whose page is remembered; past it the oldest are forgotten
 FETCHES = 2  # bodies fetched at once
@@ -87,7 +88,7 @@ def _cookie(name: str, attributes: dict[str, Any]) -> dict[str, Any]:
 		if isinstance(attributes.get(key), str) and attributes[key]:
 			cookie[key] = attributes[key]
 	expires = attributes.get('expires')
-	if isinstance(expires, int | float) and expires > 0:
+	if isinstance(expires, int | float) and 0 < expires < LAST_DATE:  # (-1: a session cookie)
 		cookie['expires'] = _iso(expires)
 	for key in ('httpOnly', 'secure'):
 		if key in attributes:
