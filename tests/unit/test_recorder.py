@@ -414,9 +414,11 @@ def test_har_takes_headers_and_cookies_as_chromium_sent_and_received_them_hop_by
 		{'name': 'plain', 'value': '***'},
 	]
 	assert '_blockedCookies' not in second['response']
-	from browser_use_mcp.har import _cookie
+	from browser_use_mcp.har import _cookie, _set_cookies
 
 	assert _cookie('far', {'expires': 1e20}) == {'name': 'far', 'value': '***'}  # no date says it: left out
+	late = {'Set-Cookie': 'late=v8; Expires=Fri, 31 Dec 9999 23:59:59 -1200'}  # a page's text: past the year 9999 in UTC
+	assert _set_cookies(late) == [{'name': 'late', 'value': '***'}]
 	text = json.dumps(log.build())
 	assert not any(f'v{i}' in text for i in range(1, 8)), 'a cookie value was kept'
 
