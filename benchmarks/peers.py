@@ -43,7 +43,6 @@ import logging
 import os
 import re
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -59,6 +58,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from benchmarks.common import mb, median_ms, memory_of, table
+from harness.httpserver import free_port
 
 PEERS_DIR = Path(__file__).resolve().parent / 'peers'
 MODULES = PEERS_DIR / 'node_modules'
@@ -316,12 +316,6 @@ def tagged(tag: str) -> list[psutil.Process]:
 			if proc.environ().get(TAG_ENV) == tag and proc.status() != psutil.STATUS_ZOMBIE:
 				out.append(proc)
 	return out
-
-
-def free_port() -> int:
-	with socket.socket() as sock:
-		sock.bind(('127.0.0.1', 0))
-		return sock.getsockname()[1]
 
 
 def peer_env(home: Path, tag: str) -> dict[str, str]:
