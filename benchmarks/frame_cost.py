@@ -55,19 +55,18 @@ WAYS: dict[str, tuple[str, dict[str, Any]] | None] = {
 		{'format': 'jpeg', 'quality': 60, 'clip': {'x': 0, 'y': 0, 'width': 1280, 'height': 800, 'scale': 0.5}},
 	),
 }
-TICK_MS = 10.0  # /proc's CPU times are in 1/100 s
 
 
-def cpu_ticks(pid: int) -> int:
-	"""user + system ticks of one process, all its threads."""
-	fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-	return int(fields[11]) + int(fields[12])
+def cpu_ms(process: psutil.Process) -> float:
+	"""user + system CPU of one process, all its threads, in ms (counted in the kernel's 10 ms ticks)."""
+	times = process.cpu_times()
+	return (times.user + times.system) * 1000
 
 
-def renderer_of(browser: int) -> int:
-	for child in psutil.Process(browser).children():
+def renderer_of(browser: psutil.Process) -> psutil.Process:
+	for child in browser.children():
 		if '--type=renderer' in child.cmdline():
-			return child.pid
+			return child
 	raise RuntimeError('the browser has no renderer process')
 
 
@@ -141,19 +140,20 @@ async def run(rounds: int, per_round: int) -> dict[str, dict[str, list[float]]]:
 				await client.send_raw('Emulation.setDeviceMetricsOverride', size, sid)
 				await client.send_raw('Page.navigate', {'url': PAGE}, sid)
 				await asyncio.sleep(1.0)
-				renderer = renderer_of(proc.pid)
+				browser = psutil.Process(proc.pid)
+				renderer = renderer_of(browser)
 				for _ in range(rounds):
 					for name, way in WAYS.items():
 						for _ in range(per_round):
-							browser_before, renderer_before = cpu_ticks(proc.pid), cpu_ticks(renderer)
+							browser_before, renderer_before = cpu_ms(browser), cpu_ms(renderer)
 							commands, frame, changed = await sample(client, sid, way, frames)
 							out[name]['commands'].append(commands)
 							if frame is not None:
 								out[name]['frame'].append(frame)
 							if changed is not None:
 								out[name]['changed'].append(float(changed))
-							out[name]['browser'].append((cpu_ticks(proc.pid) - browser_before) * TICK_MS)
-							out[name]['renderer'].append((cpu_ticks(renderer) - renderer_before) * TICK_MS)
+							out[name]['browser'].append(cpu_ms(browser) - browser_before)
+							out[name]['renderer'].append(cpu_ms(renderer) - renderer_before)
 			finally:
 				await client.stop()
 	return out
